@@ -1,0 +1,334 @@
+"""`Tool`: a typed, validated, never-raising callable the model can invoke; `@tool` for functions."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pydantic
+
+from tools.result import ToolResult
+from tools.schema import function_schema
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class _NoArgs(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class Tool:
+    """A tool: `name`, `description`, a pydantic `args_model`, and `run` which subclasses implement.
+
+    Subclasses either set `args_model` or define a nested `class Args(BaseModel)`. Stateful tools set
+    `stateful = True`; `fork()` gives each episode its own instance and `aclose()` releases it.
+    """
+
+    name: str = ""
+    description: str = ""
+    args_model: type[pydantic.BaseModel] = _NoArgs
+    stateful: bool = False
+    timeout_s: float | None = 30.0
+    max_output_chars: int | None = 20_000  # longer content is cut, with a note saying so
+
+    Args: ClassVar[type[pydantic.BaseModel]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        nested = cls.__dict__.get("Args")
+        if (
+            "args_model" not in cls.__dict__
+            and isinstance(nested, type)
+            and issubclass(nested, pydantic.BaseModel)
+        ):
+            cls.args_model = nested
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """OpenAI function schema with nested objects, array items, enums and defaults kept."""
+        return function_schema(self.name, self.description, self.args_model)
+
+    async def run(self, args: pydantic.BaseModel, context: dict | None) -> ToolResult | str:
+        """Do the work; raise freely (the caller turns exceptions into error results)."""
+        raise NotImplementedError(f"{type(self).__name__}.run is not implemented")
+
+    def parse_arguments(self, arguments: dict | str | None) -> pydantic.BaseModel | str:
+        """Validated arguments, or an error message saying exactly what is wrong."""
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            arguments = {}
+        if isinstance(arguments, (str, bytes)):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                return f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {_short(arguments)}"
+        if not isinstance(arguments, dict):
+            return f"arguments must be a JSON object, got {_json_type(arguments)}: {_short(arguments)}"
+        try:
+            return self.args_model.model_validate(arguments)
+        except pydantic.ValidationError as exc:
+            return format_validation_error(exc)
+
+    async def call(self, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
+        """Validate and run; never raises: every failure becomes `ToolResult(is_error=True)`."""
+        try:
+            parsed = self.parse_arguments(arguments)
+        except Exception as exc:  # a custom validator may raise anything
+            return ToolResult.error(f"tool `{self.name}`: invalid arguments: {_exc_text(exc)}")
+        if isinstance(parsed, str):
+            return ToolResult.error(f"tool `{self.name}`: {parsed}")
+        try:
+            if self.timeout_s is None:
+                out = await self.run(parsed, context)
+            else:
+                out = await asyncio.wait_for(self.run(parsed, context), self.timeout_s)
+        except TimeoutError:
+            return ToolResult.error(f"tool `{self.name}` timed out after {self.timeout_s:g}s")
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit/KeyboardInterrupt inside a tool must not end the rollout
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return ToolResult.error(f"tool `{self.name}` failed: {_exc_text(exc)}")
+        return self._finish(out)
+
+    def call_sync(self, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
+        """Blocking `call`; safe inside a running event loop (runs in a worker thread then)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.call(arguments, context))
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"tool-{self.name}") as pool:
+            return pool.submit(lambda: asyncio.run(self.call(arguments, context))).result()
+
+    def fork(self) -> Tool:
+        """Per-episode instance: `self` when stateless, a fresh copy with empty state when stateful."""
+        if not self.stateful:
+            return self
+        clone = copy.copy(self)
+        clone.init_state()
+        return clone
+
+    def init_state(self) -> None:
+        """Reset per-episode state on a fresh fork (stateful subclasses override)."""
+
+    async def aclose(self) -> None:
+        """Release per-episode state; idempotent, also called when an episode ends in error."""
+
+    def _finish(self, out: Any) -> ToolResult:
+        if isinstance(out, ToolResult):
+            result = out
+        elif out is None:
+            result = ToolResult(content="")
+        elif isinstance(out, str):
+            result = ToolResult(content=out)
+        elif isinstance(out, (dict, list, tuple, int, float, bool)):
+            result = ToolResult(content=json.dumps(out, ensure_ascii=False, default=str))
+        else:
+            result = ToolResult(content=str(out))
+        if not isinstance(result.content, str):
+            result.content = str(result.content)
+        limit = self.max_output_chars
+        if limit is not None and len(result.content) > limit:
+            cut = len(result.content) - limit
+            result.content = result.content[:limit] + f"\n[... {cut} more characters cut]"
+        return result
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class FunctionTool(Tool):
+    """A Tool around a typed Python function (sync functions run in a worker thread)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout_s: float | None = 30.0,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
+        self.description = description if description is not None else summary
+        self.args_model, self._takes_context = _model_from_signature(fn, arg_docs, self.name)
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self.timeout_s = timeout_s
+        if not _NAME_RE.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {_NAME_RE.pattern}")
+
+    async def run(self, args: pydantic.BaseModel, context: dict | None) -> Any:
+        kwargs = {field: getattr(args, field) for field in type(args).model_fields}
+        if self._takes_context:
+            kwargs["context"] = context
+        if self._is_async:
+            return await self.fn(**kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The decorated function stays callable directly."""
+        return self.fn(*args, **kwargs)
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_s: float | None = 30.0,
+) -> Any:
+    """Decorator: a typed function (sync or async) becomes a `Tool`; schema from hints and docstring."""
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, timeout_s=timeout_s)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+_SECTION_RE = re.compile(
+    r"^(Args|Arguments|Parameters|Returns|Return|Yields|Raises|Examples|Example|Notes|Note):\s*$"
+)
+_ARG_RE = re.compile(r"^(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {arg: description})."""
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    arg_indent: int | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        header = _SECTION_RE.match(stripped)
+        if header and (len(line) - len(line.lstrip())) == 0:
+            section = header.group(1)
+            current, arg_indent = None, None
+            continue
+        if section is None:
+            summary.append(line)
+        elif section in ("Args", "Arguments", "Parameters") and stripped:
+            indent = len(line) - len(line.lstrip())
+            if arg_indent is None:
+                arg_indent = indent
+            m = _ARG_RE.match(stripped)
+            if indent <= arg_indent and m:
+                current = m.group(1).lstrip("*")
+                args[current] = m.group(3).strip()
+            elif current is not None:
+                args[current] = (args[current] + " " + stripped).strip()
+    return "\n".join(summary).strip(), args
+
+
+def _model_from_signature(
+    fn: Callable[..., Any], arg_docs: dict[str, str], name: str
+) -> tuple[type[pydantic.BaseModel], bool]:
+    sig = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        hints = {}
+    fields: dict[str, Any] = {}
+    takes_context = False
+    for pname, param in sig.parameters.items():
+        if pname == "context":
+            takes_context = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(pname, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
+    model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", name) if part) + "Args"
+    model = pydantic.create_model(  # type: ignore[call-overload]
+        model_name or "Args", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
+    return model, takes_context
+
+
+_TYPE_WORDS = {
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "string": "string",
+    "str": "string",
+    "list": "array",
+    "tuple": "array",
+    "set": "array",
+    "dict": "object",
+    "model": "object",
+    "bytes": "string",
+}
+
+
+def format_validation_error(exc: pydantic.ValidationError) -> str:
+    """One line per problem, e.g. "argument `n`: expected integer, got 'abc'"."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = _loc_text(err.get("loc", ()))
+        etype = err.get("type", "")
+        got = err.get("input")
+        if etype == "missing":
+            lines.append(f"missing required argument `{loc}`")
+            continue
+        if etype == "extra_forbidden":
+            lines.append(f"unexpected argument `{loc}`")
+            continue
+        prefix = f"argument `{loc}`" if loc else "arguments"
+        kind = etype.split("_")[0]
+        if etype.endswith(("_type", "_parsing")) and kind in _TYPE_WORDS:
+            expected = f"expected {_TYPE_WORDS[kind]}"
+            if etype == "int_from_float":
+                expected = "expected integer"
+            lines.append(f"{prefix}: {expected}, got {_short(got)}")
+        elif etype == "int_from_float":
+            lines.append(f"{prefix}: expected integer, got {_short(got)}")
+        elif etype in ("literal_error", "enum"):
+            expected = (err.get("ctx") or {}).get("expected", "")
+            lines.append(f"{prefix}: expected one of {expected}, got {_short(got)}")
+        else:
+            msg = err.get("msg", etype)
+            lines.append(f"{prefix}: {msg[:1].lower() + msg[1:]}, got {_short(got)}")
+    return "; ".join(lines)
+
+
+def _loc_text(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _exc_text(exc: BaseException) -> str:
+    msg = str(exc)
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
