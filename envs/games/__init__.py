@@ -1,0 +1,1 @@
+"""The text games: guess-number, wordle, maze, tic-tac-toe."""

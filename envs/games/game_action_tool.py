@@ -1,0 +1,38 @@
+"""GameActionTool: a game's move as a typed tool, dispatched to the env that runs the episode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from envs.errors import InvalidAction
+from tools import Tool, ToolResult
+
+
+class GameActionTool(Tool):
+    """Calls `play` on the env given in the call context; the feedback becomes the tool result."""
+
+    def __init__(self, game_class: Any):
+        self.name = game_class.action_tool_name
+        self.description = game_class.action_tool_description
+        self.args_model = game_class.action_args_model()
+        super().__init__()
+
+    async def run(self, args: BaseModel, context: dict | None) -> ToolResult:
+        """Make the move in the calling env."""
+        env = (context or {}).get("env")
+        if env is None:
+            return ToolResult("Error: this tool only works inside its game.", is_error=True)
+        if env.episode_over:
+            return ToolResult("Error: the game is over.", is_error=True)
+        try:
+            action = env.action_from_tool(args)
+        except InvalidAction as e:
+            (context.get("info") or {})["format_error"] = str(e)
+            return ToolResult(f"Error: {e}", is_error=True)
+        result = env.play(action)
+        if "info" in context:
+            context["info"].update(result.info)
+        content = "\n".join(m["content"] for m in result.messages)
+        return ToolResult(content, reward=result.reward, terminate=result.terminated)

@@ -1,0 +1,112 @@
+"""guess-number-v0: find a hidden integer with higher/lower feedback."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from envs.errors import InvalidAction
+from envs.games.text_game import TextGame
+from envs.messages import system, user
+from envs.step_result import StepResult
+
+_INTEGER = re.compile(r"-?\d+")
+
+
+class GuessNumberEnv(TextGame[int]):
+    """The agent guesses a hidden integer in [low, high]; each wrong guess is answered "higher" or "lower".
+
+    Reward at the end: a win scores 1.0 when it takes no more guesses than binary search needs, then 0.1
+    less per extra guess (at least 0.5); running out of guesses scores up to 0.25 for how close the best
+    guess came. Text action: a whole number (the last number in the reply counts); tool: `guess(number)`.
+    """
+
+    difficulties = {
+        "easy": {"low": 1, "high": 20, "max_guesses": 7},
+        "medium": {"low": 1, "high": 100, "max_guesses": 9},
+        "hard": {"low": 1, "high": 1000, "max_guesses": 12},
+    }
+    action_tool_name = "guess"
+    action_tool_description = "Guess the hidden number."
+    action_help = "Reply with your guess: one whole number."
+
+    def _start(self, params: dict[str, Any]):
+        self.low, self.high = params["low"], params["high"]
+        self.max_guesses = params["max_guesses"]
+        self.secret = int(self.np_random.integers(self.low, self.high + 1))
+        self.guesses: list[int] = []
+        # What the feedback so far has revealed; the expert plays from this, never from `secret`.
+        self.known_low, self.known_high = self.low, self.high
+        self.optimal_guesses = math.ceil(math.log2(self.high - self.low + 1))
+        prompt = (
+            f"I am thinking of a whole number between {self.low} and {self.high}. "
+            f"You have {self.max_guesses} guesses. After each guess I say whether the number is higher or lower. "
+            "Reply with your guess: one whole number."
+        )
+        opening = [system("You are playing a number guessing game."), user(prompt)]
+        return opening, {"max_guesses": self.max_guesses}
+
+    def parse_action(self, text: str) -> int:
+        """The guess: the whole reply if it is a number, else the last number in it."""
+        stripped = text.strip()
+        if stripped.isdigit():
+            return self._in_range(int(stripped))
+        numbers = _INTEGER.findall(stripped)
+        if not numbers:
+            raise InvalidAction("no number found in the reply" if stripped else "the reply is empty")
+        return self._in_range(int(numbers[-1]))
+
+    def _in_range(self, guess: int) -> int:
+        if not self.low <= guess <= self.high:
+            raise InvalidAction(f"{guess} is outside {self.low}..{self.high}")
+        return guess
+
+    @classmethod
+    def action_args_model(cls):
+        """`guess(number: int)`."""
+        from pydantic import BaseModel, Field
+
+        class GuessArgs(BaseModel):
+            number: int = Field(description="Your guess, a whole number in the announced range.")
+
+        return GuessArgs
+
+    def action_from_tool(self, args) -> int:
+        """The guess from the tool's `number` argument."""
+        return self._in_range(args.number)
+
+    def play(self, action: int) -> StepResult:
+        """Compare the guess with the secret and answer higher, lower or correct."""
+        self.guesses.append(action)
+        n = len(self.guesses)
+        if action == self.secret:
+            self.won = True
+            reward = max(0.5, 1.0 - 0.1 * max(0, n - self.optimal_guesses))
+            return StepResult(
+                [user(f"Correct! The number was {self.secret}. You used {n} guesses.")],
+                reward,
+                terminated=True,
+                info={"success": True, "guesses": n},
+            )
+        if action < self.secret:
+            self.known_low = max(self.known_low, action + 1)
+            hint = "higher"
+        else:
+            self.known_high = min(self.known_high, action - 1)
+            hint = "lower"
+        left = self.max_guesses - n
+        if left == 0:
+            closest = min(abs(g - self.secret) for g in self.guesses)
+            reward = 0.25 * (1.0 - closest / (self.high - self.low))
+            return StepResult(
+                [user(f"No guesses left. The number was {self.secret}.")],
+                reward,
+                terminated=True,
+                info={"success": False, "guesses": n},
+            )
+        return StepResult([user(f"{action} is wrong. The number is {hint}. {left} guesses left.")])
+
+    def expert_action(self) -> str:
+        """Binary search on what the feedback has revealed."""
+        return str((self.known_low + self.known_high) // 2)

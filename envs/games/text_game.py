@@ -1,0 +1,87 @@
+"""TextGame: a TextEnv whose turns are moves of a game, read from plain text or from the game's action tool."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from envs.assistant_turn import AssistantTurn
+from envs.errors import InvalidAction
+from envs.step_result import StepResult
+from envs.text_env import TextEnv
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from tools import Tool
+
+A = TypeVar("A")
+
+
+class TextGame(TextEnv, Generic[A]):
+    """Game logic (`play`) kept apart from reading moves (`parse_action`, `action_from_tool`).
+
+    Subclasses set `difficulties` (name -> parameters), `action_tool_name`/`action_tool_description`,
+    and implement `_start`, `parse_action`, `action_args_model`, `action_from_tool`, `play` and
+    `expert_action`. The difficulty is chosen at construction (`difficulty=`) or per episode
+    (`reset(options={"difficulty": ...})`).
+    """
+
+    difficulties: ClassVar[dict[str, dict[str, Any]]] = {}
+    default_difficulty: ClassVar[str] = "medium"
+    action_tool_name: ClassVar[str] = "move"
+    action_tool_description: ClassVar[str] = "Make a move."
+
+    def __init__(self, *, difficulty: str | None = None, tools=None, render_mode: str | None = None):
+        super().__init__(tools=tools, render_mode=render_mode)
+        self.difficulty = self._check_difficulty(difficulty or self.default_difficulty)
+        self.won = False
+
+    # ----- what each game implements -------------------------------------------------------------
+    def _start(self, params: dict[str, Any]) -> tuple[list[dict], dict[str, Any]]:
+        """Set up a new game with `self.np_random` and the difficulty's parameters; return the opening."""
+        raise NotImplementedError
+
+    def parse_action(self, text: str) -> A:
+        """Read a move from the assistant's text; raise InvalidAction saying what is wrong."""
+        raise NotImplementedError
+
+    @classmethod
+    def action_args_model(cls) -> type[BaseModel]:
+        """The pydantic model of the action tool's arguments."""
+        raise NotImplementedError
+
+    def action_from_tool(self, args: BaseModel) -> A:
+        """Turn validated action-tool arguments into a move; raise InvalidAction if illegal."""
+        raise NotImplementedError
+
+    def play(self, action: A) -> StepResult:
+        """Apply a move; return the feedback message, reward and whether the game ended."""
+        raise NotImplementedError
+
+    # ----- plumbing --------------------------------------------------------------------------------
+    def _check_difficulty(self, difficulty: str) -> str:
+        if difficulty not in self.difficulties:
+            raise ValueError(
+                f"{type(self).__name__}: unknown difficulty {difficulty!r}; choose from {sorted(self.difficulties)}"
+            )
+        return difficulty
+
+    def _reset(self, options: dict[str, Any]):
+        difficulty = self._check_difficulty(options.pop("difficulty", self.difficulty))
+        self.won = False
+        messages, info = self._start(dict(self.difficulties[difficulty]))
+        info["difficulty"] = difficulty
+        return messages, info
+
+    def _respond(self, turn: AssistantTurn) -> StepResult:
+        try:
+            action = self.parse_action(turn.content)
+        except InvalidAction as e:
+            return self._format_error(str(e))
+        return self.play(action)
+
+    def own_tools(self) -> list[Tool]:
+        """The game's action tool, so a model can move by tool call as well as by text."""
+        from envs.games.game_action_tool import GameActionTool
+
+        return [GameActionTool(type(self))]

@@ -1,0 +1,114 @@
+"""The env registry: `register`, `make`, `list_envs`; every id is mirrored into Gymnasium as `turngym/<id>`."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium
+
+from envs.errors import UnknownEnvError
+
+GYM_NAMESPACE = "turngym"
+_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9\-_.]*-v\d+$")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How to build one registered env, and how it is described in listings."""
+
+    id: str
+    entry_point: str | Callable[..., Any]
+    category: str = "misc"
+    description: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    max_turns: int | None = None
+    format_penalty: float = 0.1
+
+    @property
+    def gym_id(self) -> str:
+        """The id under which Gymnasium knows this env."""
+        return f"{GYM_NAMESPACE}/{self.id}"
+
+    def load(self) -> Callable[..., Any]:
+        """The env class or factory behind `entry_point`."""
+        if callable(self.entry_point):
+            return self.entry_point
+        module, _, attr = self.entry_point.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+
+
+def register(
+    id: str,
+    entry_point: str | Callable[..., Any],
+    *,
+    category: str = "misc",
+    description: str = "",
+    max_turns: int | None = None,
+    format_penalty: float = 0.1,
+    **kwargs: Any,
+) -> EnvSpec:
+    """Register an env under `id` (`name-vN`); `kwargs` become its constructor defaults."""
+    if not _ID_PATTERN.match(id):
+        raise ValueError(f"env id {id!r} must look like 'name-v0' (lowercase, digits, '-', ending in -vN)")
+    if isinstance(entry_point, str) and ":" not in entry_point:
+        raise ValueError(f"entry_point {entry_point!r} must be 'module:attr' or a callable")
+    spec = EnvSpec(id, entry_point, category, description, dict(kwargs), max_turns, format_penalty)
+    _REGISTRY[id] = spec
+    gymnasium.register(
+        id=spec.gym_id,
+        entry_point=_make_for_gymnasium,
+        kwargs={"turngym_id": id},
+        disable_env_checker=True,
+        order_enforce=False,
+    )
+    return spec
+
+
+def spec(id: str) -> EnvSpec:
+    """The spec registered under `id`; unknown ids raise an error naming the closest ones."""
+    try:
+        return _REGISTRY[id]
+    except KeyError:
+        close = difflib.get_close_matches(id, list(_REGISTRY), n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownEnvError(
+            f"no env registered as {id!r}.{hint} `python -m envs list` shows all {len(_REGISTRY)} envs."
+        ) from None
+
+
+def list_envs(category: str | None = None) -> list[EnvSpec]:
+    """Registered env specs (id, category, description), sorted by category then id."""
+    specs = [s for s in _REGISTRY.values() if category is None or s.category == category]
+    return sorted(specs, key=lambda s: (s.category, s.id))
+
+
+def make(id: str, *, max_turns: int | None = None, format_penalty: float | None = None, **kwargs: Any):
+    """Build a registered env wrapped with its turn limit and action-format penalty.
+
+    `max_turns` and `format_penalty` override the spec's; other kwargs override its constructor defaults
+    (e.g. `difficulty="hard"`, `tools="my_tools.yaml"`).
+    """
+    from envs.wrappers import ActionFormat, MaxTurns
+
+    env_spec = spec(id)
+    env = env_spec.load()(**{**env_spec.kwargs, **kwargs})
+    env.unwrapped.spec = gymnasium.spec(env_spec.gym_id)
+    env.unwrapped.turngym_spec = env_spec
+    penalty = env_spec.format_penalty if format_penalty is None else format_penalty
+    env = ActionFormat(env, penalty=penalty)
+    turns = env_spec.max_turns if max_turns is None else max_turns
+    if turns is not None:
+        env = MaxTurns(env, turns)
+    return env
+
+
+def _make_for_gymnasium(turngym_id: str, **kwargs: Any):
+    return make(turngym_id, **kwargs)

@@ -1,0 +1,29 @@
+"""MaxTurns: truncate an episode after a fixed number of assistant turns."""
+
+from __future__ import annotations
+
+from envs.wrappers.text_wrapper import TextWrapper
+
+
+class MaxTurns(TextWrapper):
+    """Truncate after `max_turns` assistant turns (`info["truncated_reason"] = "max_turns"`)."""
+
+    def __init__(self, env, max_turns: int):
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        super().__init__(env)
+        self.max_turns = max_turns
+        self._turns = 0
+
+    def on_reset(self, messages, info):
+        """Start counting from zero."""
+        self._turns = 0
+        return messages, info
+
+    def on_step(self, messages, reward, terminated, truncated, info):
+        """Truncate when the budget of turns is used up."""
+        self._turns += 1
+        if self._turns >= self.max_turns and not terminated and not truncated:
+            truncated = True
+            info["truncated_reason"] = "max_turns"
+        return messages, reward, terminated, truncated, info
