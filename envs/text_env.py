@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -261,10 +262,9 @@ class TextEnv(gym.Env):
 
         async def release() -> None:
             for t in tools:
-                try:
+                # Releasing one tool must not stop the others or the next episode.
+                with contextlib.suppress(Exception):
                     await t.aclose()
-                except Exception:  # releasing must not stop the next episode from starting
-                    pass
 
         run_sync(release())
 
