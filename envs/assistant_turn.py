@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from envs.errors import InvalidAction
@@ -14,7 +14,7 @@ from envs.errors import InvalidAction
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolCallRequest:
     """One tool call as the env sees it; `arguments` is a dict or the raw JSON string."""
 
@@ -23,13 +23,13 @@ class ToolCallRequest:
     arguments: dict | str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class AssistantTurn:
     """The assistant's text plus its tool calls (and why any call could not be read)."""
 
     content: str
     tool_calls: tuple[ToolCallRequest, ...] = ()
-    call_errors: tuple[str, ...] = field(default=())
+    call_errors: tuple[str, ...] = ()
 
     def as_message(self) -> dict:
         """The OpenAI-style assistant message for this turn."""
@@ -63,7 +63,8 @@ def read_action(action: Any, *, max_chars: int, tool_call_format: str | None = "
 def _read_text(text: str, *, max_chars: int, tool_call_format: str | None) -> AssistantTurn:
     if len(text) > max_chars:
         raise InvalidAction(f"the reply is {len(text)} characters long; the limit is {max_chars}")
-    text = _CONTROL_CHARS.sub("", text)
+    if not text.isprintable():  # isprintable() is a fast pre-check; most replies have nothing to drop
+        text = _CONTROL_CHARS.sub("", text)
     if tool_call_format and _may_hold_tool_calls(text, tool_call_format):
         from tools.calls import parse_tool_calls
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class StepResult:
     """Messages to append, the reward for this turn, whether the episode ended, and extra info."""
 

@@ -32,7 +32,7 @@ class TextEnv(gym.Env):
     through `own_tools`).
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
     #: How tool calls written in the reply text are recognised (see `tools.calls`).
     tool_call_format: str | None = "hermes"
     #: What the agent is told about the expected reply when its reply cannot be used.

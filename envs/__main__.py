@@ -1,0 +1,105 @@
+"""`python -m envs list | play ID | experts`: list envs, play one in the terminal, evaluate the experts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+import envs
+from envs.text_env import render_transcript
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the envs command line."""
+    parser = argparse.ArgumentParser(prog="python -m envs", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    ls = sub.add_parser("list", help="list registered envs")
+    ls.add_argument("--category", help="only this category")
+    play = sub.add_parser("play", help="play an env in the terminal")
+    play.add_argument("id", help="env id, e.g. guess-number-v0")
+    play.add_argument("--seed", type=int, default=None)
+    play.add_argument("--expert", action="store_true", help="let the scripted expert play")
+    play.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                      help="env constructor option, e.g. -o difficulty=hard (values parsed as JSON when possible)")
+    experts = sub.add_parser("experts", help="evaluate the scripted experts and print a summary table")
+    experts.add_argument("--category", default=None, help="only this category (default: all)")
+    experts.add_argument("--episodes", type=int, default=20, help="seeds per env and difficulty")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        return _list(args.category)
+    if args.command == "experts":
+        from envs.expert_evaluation import evaluate_experts, format_table
+
+        print(format_table(evaluate_experts(args.category, args.episodes)))
+        return 0
+    try:
+        kwargs = dict(_parse_option(o) for o in args.option)
+        env = envs.make(args.id, **kwargs)
+    except (envs.UnknownEnvError, ValueError, TypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    ask = (lambda: _expert_move(env)) if args.expert else _ask_human
+    return play_episode(env, args.seed, ask)
+
+
+def _list(category: str | None) -> int:
+    specs = envs.list_envs(category)
+    width = max((len(s.id) for s in specs), default=2)
+    cat_width = max((len(s.category) for s in specs), default=8)
+    print(f"{'id':<{width}}  {'category':<{cat_width}}  description")
+    for s in specs:
+        print(f"{s.id:<{width}}  {s.category:<{cat_width}}  {s.description}")
+    return 0
+
+
+def _parse_option(option: str) -> tuple[str, object]:
+    key, sep, value = option.partition("=")
+    if not sep or not key:
+        raise ValueError(f"option {option!r} must look like KEY=VALUE")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _ask_human() -> str | None:
+    try:
+        return input("\nyou> ")
+    except EOFError:
+        return None
+
+
+def _expert_move(env) -> str:
+    move = env.expert_action()
+    print(f"\nexpert> {move}")
+    return move
+
+
+def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
+    """Show the opening, then alternate between asking for a reply and showing the env's answer."""
+    messages, info = env.reset(seed=seed)
+    print(render_transcript(messages))
+    if env.tool_schemas:
+        print("\n(tools: " + ", ".join(t["function"]["name"] for t in env.tool_schemas)
+              + "; call one as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>)")
+    total = 0.0
+    while True:
+        action = ask()
+        if action is None:
+            print("\n(quit)")
+            return 0
+        messages, reward, terminated, truncated, info = env.step(action)
+        total += reward
+        print(render_transcript(messages))
+        print(f"  reward {reward:+.3f}  total {total:+.3f}" + (f"  [{info['format_error']}]" if info.get("format_error") else ""))
+        if terminated or truncated:
+            outcome = "success" if info.get("success") else "ended"
+            reason = info.get("truncated_reason", "terminated" if terminated else "truncated")
+            print(f"\nEpisode over ({outcome}, {reason}) after {info.get('turn')} turns; return {total:.3f}.")
+            return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
