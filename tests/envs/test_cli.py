@@ -1,0 +1,43 @@
+"""`python -m envs`: list, play (human and expert), experts, and errors."""
+
+import subprocess
+import sys
+
+import envs
+from envs.__main__ import main, play_episode
+
+
+def test_list_prints_every_id(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for s in envs.list_envs():
+        assert s.id in out
+
+
+def test_play_with_scripted_answers_shows_rewards(capsys):
+    env = envs.make("guess-number-v0", difficulty="easy")
+    answers = iter(["banana", "10", None])
+    assert play_episode(env, 0, lambda: next(answers)) == 0
+    out = capsys.readouterr().out
+    assert "no number found" in out and "reward -0.100" in out and "(quit)" in out
+
+
+def test_play_expert_to_the_end(capsys):
+    assert main(["play", "guess-number-v0", "--seed", "2", "--expert", "-o", "difficulty=hard"]) == 0
+    assert "Episode over (success" in capsys.readouterr().out
+
+
+def test_play_unknown_env_is_an_error_naming_the_closest(capsys):
+    assert main(["play", "guess-numbr-v0"]) == 2
+    assert "guess-number-v0" in capsys.readouterr().err
+
+
+def test_play_as_a_subprocess_reading_stdin():
+    proc = subprocess.run([sys.executable, "-m", "envs", "play", "guess-number-v0", "--seed", "1"],
+                          input="50\n", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "50 is wrong" in proc.stdout
+
+
+def test_experts_table(capsys):
+    assert main(["experts", "--category", "text-game", "--episodes", "3"]) == 0
+    assert "guess-number-v0" in capsys.readouterr().out
