@@ -8,6 +8,7 @@ import copy
 import inspect
 import json
 import re
+import sys
 import typing
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -85,18 +86,23 @@ class Tool:
             return ToolResult.error(f"tool `{self.name}`: {parsed}")
         try:
             if self.timeout_s is None:
-                out = await self.run(parsed, context)
+                out = await self._guarded_run(parsed, context)
             else:
-                out = await asyncio.wait_for(self.run(parsed, context), self.timeout_s)
+                out = await asyncio.wait_for(self._guarded_run(parsed, context), self.timeout_s)
         except TimeoutError:
             return ToolResult.error(f"tool `{self.name}` timed out after {self.timeout_s:g}s")
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # SystemExit/KeyboardInterrupt inside a tool must not end the rollout
-            if isinstance(exc, KeyboardInterrupt):
-                raise
+        except Exception as exc:
             return ToolResult.error(f"tool `{self.name}` failed: {_exc_text(exc)}")
         return self._finish(out)
+
+    async def _guarded_run(self, args: pydantic.BaseModel, context: dict | None) -> Any:
+        # asyncio re-raises SystemExit out of the event loop; a tool calling sys.exit must not end the rollout.
+        try:
+            return await self.run(args, context)
+        except SystemExit as exc:
+            raise ToolExit(exc.code) from None
 
     def call_sync(self, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
         """Blocking `call`; safe inside a running event loop (runs in a worker thread then)."""
@@ -154,12 +160,13 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         timeout_s: float | None = 30.0,
+        localns: dict[str, Any] | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
         summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
         self.description = description if description is not None else summary
-        self.args_model, self._takes_context = _model_from_signature(fn, arg_docs, self.name)
+        self.args_model, self._takes_context = _model_from_signature(fn, arg_docs, self.name, localns)
         self._is_async = inspect.iscoroutinefunction(fn)
         self.timeout_s = timeout_s
         if not _NAME_RE.match(self.name):
@@ -171,11 +178,28 @@ class FunctionTool(Tool):
             kwargs["context"] = context
         if self._is_async:
             return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)
+        return await asyncio.to_thread(_no_exit, self.fn, kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The decorated function stays callable directly."""
         return self.fn(*args, **kwargs)
+
+
+class ToolExit(Exception):
+    """A tool called `sys.exit`; reported as an error instead of ending the process."""
+
+    def __init__(self, code: Any) -> None:
+        super().__init__(str(code) if code is not None else "")
+
+    def __str__(self) -> str:
+        return f"SystemExit: {self.args[0]}" if self.args and self.args[0] else "SystemExit"
+
+
+def _no_exit(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    try:
+        return fn(**kwargs)
+    except SystemExit as exc:
+        raise ToolExit(exc.code) from None
 
 
 def tool(
@@ -187,8 +211,12 @@ def tool(
 ) -> Any:
     """Decorator: a typed function (sync or async) becomes a `Tool`; schema from hints and docstring."""
 
+    # Hints naming classes local to the defining function resolve through the caller's locals.
+    caller = sys._getframe(1)
+    localns = dict(caller.f_locals) if caller.f_code.co_name != "<module>" else None
+
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description, timeout_s=timeout_s)
+        return FunctionTool(f, name=name, description=description, timeout_s=timeout_s, localns=localns)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -228,14 +256,27 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), args
 
 
+def _type_hints(fn: Callable[..., Any], localns: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, localns=localns, include_extras=True)
+    except Exception:
+        pass
+    # One bad hint should not erase the others: resolve them one by one.
+    hints: dict[str, Any] = {}
+    globalns = getattr(fn, "__globals__", {})
+    for pname, ann in getattr(fn, "__annotations__", {}).items():
+        try:
+            hints[pname] = eval(ann, globalns, localns or {}) if isinstance(ann, str) else ann  # noqa: S307
+        except Exception:
+            hints[pname] = Any
+    return hints
+
+
 def _model_from_signature(
-    fn: Callable[..., Any], arg_docs: dict[str, str], name: str
+    fn: Callable[..., Any], arg_docs: dict[str, str], name: str, localns: dict[str, Any] | None = None
 ) -> tuple[type[pydantic.BaseModel], bool]:
     sig = inspect.signature(fn)
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        hints = {}
+    hints = _type_hints(fn, localns)
     fields: dict[str, Any] = {}
     takes_context = False
     for pname, param in sig.parameters.items():
@@ -331,4 +372,6 @@ def _short(value: Any, limit: int = 80) -> str:
 
 def _exc_text(exc: BaseException) -> str:
     msg = str(exc)
+    if isinstance(exc, ToolExit):
+        return msg
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__

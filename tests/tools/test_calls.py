@@ -1,0 +1,139 @@
+"""Tool-call formats: parse, render, round trip, malformed calls reported."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tools.calls import ToolCall, format_tool_calls, get_format, list_formats, parse_tool_calls
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True)
+arguments = st.dictionaries(st.text(max_size=10), json_values, max_size=5)
+markers = (
+    "<tool_call>",
+    "</tool_call>",
+    "<|python_tag|>",
+    "[TOOL_CALLS]",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "</s>",
+)
+contents = (
+    st.text(max_size=60)
+    .map(str.strip)
+    .filter(lambda s: not any(m in s for m in markers) and not s.startswith(("{", "[")))
+)
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
+@settings(max_examples=150, deadline=None)
+@given(calls=st.lists(st.tuples(names, arguments), max_size=4), content=contents)
+def test_format_then_parse_round_trips(fmt, calls, content):
+    tool_calls = [ToolCall(f"call_{k}", name, args) for k, (name, args) in enumerate(calls)]
+    text = format_tool_calls(tool_calls, fmt, content=content)
+    parsed = parse_tool_calls(text, fmt)
+    assert parsed.errors == []
+    assert parsed.tool_calls == tool_calls
+    assert parsed.content == content
+
+
+def test_hermes_several_calls_lenient_whitespace_and_ids():
+    text = 'Sure.\n<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>\n\n<tool_call>\n  {"name":"b","arguments":{}}  \n</tool_call>'
+    parsed = parse_tool_calls(text, "hermes", id_prefix="call_3_")
+    assert parsed.content == "Sure."
+    assert [(c.id, c.name, c.arguments) for c in parsed.tool_calls] == [
+        ("call_3_0", "a", {"x": 1}),
+        ("call_3_1", "b", {}),
+    ]
+
+
+def test_hermes_close_tag_inside_string_argument():
+    text = '<tool_call>\n{"name": "echo", "arguments": {"s": "</tool_call> ok"}}\n</tool_call>'
+    parsed = parse_tool_calls(text)
+    assert parsed.tool_calls[0].arguments == {"s": "</tool_call> ok"}
+    assert parsed.errors == []
+
+
+def test_hermes_malformed_json_is_reported_not_executed():
+    text = 'x <tool_call>\n{"name": "f", "arguments": {"a": 1,}}\n</tool_call>\n<tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    parsed = parse_tool_calls(text)
+    assert [c.name for c in parsed.tool_calls] == ["g"]
+    assert parsed.tool_calls[0].id == "call_0"
+    assert len(parsed.errors) == 1
+    assert "tool call block 1" in parsed.errors[0] and "invalid JSON" in parsed.errors[0]
+    assert '"name": "f"' in parsed.errors[0]
+
+
+def test_hermes_missing_name_and_unterminated_block():
+    parsed = parse_tool_calls('<tool_call>{"arguments": {}}</tool_call><tool_call>{"name": "f", "argu')
+    assert parsed.tool_calls == []
+    assert 'missing "name"' in parsed.errors[0]
+    assert "invalid JSON" in parsed.errors[1]
+
+
+def test_hermes_trimmed_close_tag_still_parses():
+    parsed = parse_tool_calls('<tool_call>\n{"name": "f", "arguments": {"a": 2}}\n')
+    assert parsed.tool_calls == [ToolCall("call_0", "f", {"a": 2})]
+
+
+def test_hermes_string_arguments_decoded_and_non_object_kept_raw():
+    parsed = parse_tool_calls(
+        '<tool_call>{"name": "f", "arguments": "{\\"a\\": 1}"}</tool_call><tool_call>{"name": "g", "arguments": [1]}</tool_call>'
+    )
+    assert parsed.tool_calls[0].arguments == {"a": 1}
+    assert parsed.tool_calls[1].arguments == "[1]"
+
+
+def test_llama3_python_tag_and_bare_json():
+    tagged = parse_tool_calls(
+        'Thinking<|python_tag|>{"name": "f", "parameters": {"q": "x"}}<|eom_id|>', "llama3"
+    )
+    assert tagged.content == "Thinking" and tagged.tool_calls == [ToolCall("call_0", "f", {"q": "x"})]
+    bare = parse_tool_calls(
+        '{"name": "f", "parameters": {}}; {"name": "g", "parameters": {"a": 1}}', "llama3"
+    )
+    assert [c.name for c in bare.tool_calls] == ["f", "g"] and bare.content == ""
+    plain = parse_tool_calls("{just braces} in a sentence", "llama3")
+    assert plain.tool_calls == [] and plain.errors == [] and plain.content == "{just braces} in a sentence"
+    broken = parse_tool_calls('{"name": "f", "parameters": {"a": ', "llama3")
+    assert broken.tool_calls == [] and "invalid JSON" in broken.errors[0]
+
+
+def test_mistral_list_and_v11_and_errors():
+    parsed = parse_tool_calls(
+        '[TOOL_CALLS] [{"name": "f", "arguments": {"a": 1}, "id": "abc123XYZ"}]</s>', "mistral"
+    )
+    assert parsed.tool_calls == [ToolCall("abc123XYZ", "f", {"a": 1})]
+    v11 = parse_tool_calls('[TOOL_CALLS]f[ARGS]{"a": 1}[TOOL_CALLS]g[ARGS]{}', "mistral")
+    assert [(c.id, c.name) for c in v11.tool_calls] == [("call_0", "f"), ("call_1", "g")]
+    bad = parse_tool_calls("[TOOL_CALLS] [{oops", "mistral")
+    assert bad.tool_calls == [] and "invalid JSON" in bad.errors[0]
+
+
+def test_registry_aliases_and_unknown_format():
+    assert set(list_formats()) >= {"hermes", "llama3", "mistral"}
+    assert get_format("qwen").name == "hermes"
+    with pytest.raises(KeyError, match="known formats"):
+        parse_tool_calls("x", "nope")
+
+
+def test_openai_conversion():
+    call = ToolCall.from_openai(
+        {"id": "c9", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    )
+    assert call == ToolCall("c9", "f", {"a": 1})
+    assert call.to_openai()["function"] == {"name": "f", "arguments": {"a": 1}}
+    assert call.arguments_json() == '{"a": 1}'
