@@ -46,6 +46,7 @@ def _expert_episode(env_id: str, seed: int, max_steps: int = 200):
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")  # checking the wrapped env is the point
 def test_check_env(env_id):
     env = envs.make(env_id)
     check_env(env.unwrapped, skip_render_check=False)
