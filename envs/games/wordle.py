@@ -1,0 +1,167 @@
+"""wordle-v0: find a hidden 5-letter word from per-letter feedback."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+from envs.errors import InvalidAction
+from envs.games.text_game import TextGame
+from envs.messages import system, user
+from envs.step_result import StepResult
+
+WORD_LIST = Path(__file__).parent / "data" / "wordle_words.txt"
+_LETTERS = re.compile(r"[A-Za-z]+")
+_NAMES = {"G": "correct", "Y": "present", "_": "absent"}
+
+
+@functools.cache
+def load_words() -> tuple[str, ...]:
+    """The bundled word list (lowercase, most common words first); every guess must be one of these."""
+    return tuple(w.strip() for w in WORD_LIST.read_text().split() if w.strip())
+
+
+def feedback(guess: str, answer: str) -> str:
+    """The G/Y/_ pattern of `guess` against `answer` (duplicate letters: greens first, then yellows left to right)."""
+    pattern = ["_"] * 5
+    unmatched: dict[str, int] = {}
+    for i in range(5):
+        if guess[i] == answer[i]:
+            pattern[i] = "G"
+        else:
+            unmatched[answer[i]] = unmatched.get(answer[i], 0) + 1
+    for i in range(5):
+        if pattern[i] == "_" and unmatched.get(guess[i], 0) > 0:
+            pattern[i] = "Y"
+            unmatched[guess[i]] -= 1
+    return "".join(pattern)
+
+
+class WordleEnv(TextGame[str]):
+    """Guess a hidden 5-letter word; each guess is answered letter by letter.
+
+    Feedback line: `crane -> C:absent R:present A:correct N:absent E:absent (_YG__). 5 tries left.`
+    (G = right letter, right place; Y = in the word elsewhere; _ = not in the word, or no more copies of it).
+    The answer comes from the first `pool` words of the bundled list (common words first); any word of the
+    list may be guessed. A word outside the list is a format error and uses no try.
+
+    Reward at the end: a win scores 1.0 within 3 tries, then 0.1 less per extra try (at least 0.5); running
+    out of tries scores up to 0.25 for the best guess (greens count 1, yellows 0.5, out of 5).
+    Text action: a 5-letter word (the last 5-letter word in the reply counts); tool: `guess(word)`.
+    """
+
+    difficulties = {
+        "easy": {"pool": 150, "max_tries": 8},
+        "medium": {"pool": 400, "max_tries": 6},
+        "hard": {"pool": 800, "max_tries": 6},
+    }
+    action_tool_name = "guess"
+    action_tool_description = "Guess the hidden 5-letter word."
+    action_help = "Reply with one 5-letter English word."
+    #: Full-strength rewards up to this many tries.
+    par_tries: ClassVar[int] = 3
+
+    def _start(self, params: dict[str, Any]):
+        words = load_words()
+        self.words = frozenset(words)
+        self.pool = words[: params["pool"]]
+        self.max_tries = params["max_tries"]
+        self.answer = self.pool[int(self.np_random.integers(len(self.pool)))]
+        self.guesses: list[tuple[str, str]] = []
+        prompt = (
+            f"Guess my 5-letter English word in {self.max_tries} tries. Reply with one word. "
+            "For each letter I say correct (G), present elsewhere (Y) or absent (_)."
+        )
+        opening = [system("You are playing Wordle."), user(prompt)]
+        return opening, {"max_tries": self.max_tries, "pool": len(self.pool)}
+
+    def parse_action(self, text: str) -> str:
+        """The guess: the last 5-letter word in the reply."""
+        candidates = [w for w in _LETTERS.findall(text) if len(w) == 5]
+        if not candidates:
+            raise InvalidAction(
+                "no 5-letter word found in the reply" if text.strip() else "the reply is empty"
+            )
+        return self._in_list(candidates[-1])
+
+    def _in_list(self, word: str) -> str:
+        word = word.strip().lower()
+        if len(word) != 5 or not word.isalpha():
+            raise InvalidAction(f"{word[:40]!r} is not a 5-letter word")
+        if word not in self.words:
+            raise InvalidAction(f"{word!r} is not in the word list; this did not use a try")
+        return word
+
+    @classmethod
+    def action_args_model(cls):
+        """`guess(word: str)`."""
+        from pydantic import BaseModel, Field
+
+        class GuessArgs(BaseModel):
+            word: str = Field(description="Your guess, a 5-letter English word.")
+
+        return GuessArgs
+
+    def action_from_tool(self, args) -> str:
+        """The guess from the tool's `word` argument."""
+        return self._in_list(args.word)
+
+    def play(self, action: str) -> StepResult:
+        """Score the guess letter by letter; end on a win or when the tries run out."""
+        pattern = feedback(action, self.answer)
+        self.guesses.append((action, pattern))
+        n = len(self.guesses)
+        letters = " ".join(f"{c.upper()}:{_NAMES[p]}" for c, p in zip(action, pattern, strict=True))
+        line = f"{action} -> {letters} ({pattern})."
+        if pattern == "GGGGG":
+            self.won = True
+            reward = max(0.5, 1.0 - 0.1 * max(0, n - self.par_tries))
+            return StepResult(
+                [user(f"{line} You won in {n} tries!")],
+                reward,
+                terminated=True,
+                info={"success": True, "tries": n},
+            )
+        left = self.max_tries - n
+        if left == 0:
+            best = max(p.count("G") + 0.5 * p.count("Y") for _, p in self.guesses)
+            return StepResult(
+                [user(f"{line} No tries left. The word was {self.answer}.")],
+                0.25 * best / 5,
+                terminated=True,
+                info={"success": False, "tries": n},
+            )
+        return StepResult([user(f"{line} {left} tries left.")])
+
+    def expert_action(self) -> str:
+        """The word that best splits the answers still consistent with all feedback (no peeking)."""
+        candidates = [w for w in self.pool if all(feedback(g, w) == p for g, p in self.guesses)]
+        if len(candidates) <= 2:
+            return candidates[0] if candidates else load_words()[0]
+        if not self.guesses:
+            return _best_opener(len(self.pool))
+        return _best_split(load_words(), candidates)
+
+
+def _best_split(guesses: tuple[str, ...], candidates: list[str]) -> str:
+    """The guess minimising the expected number of candidates left; ties go to candidates, then list order."""
+    possible = set(candidates)
+    best, best_key = candidates[0], None
+    for guess in guesses:
+        buckets: dict[str, int] = {}
+        for answer in candidates:
+            p = feedback(guess, answer)
+            buckets[p] = buckets.get(p, 0) + 1
+        key = (sum(b * b for b in buckets.values()), guess not in possible)
+        if best_key is None or key < best_key:
+            best, best_key = guess, key
+    return best
+
+
+@functools.cache
+def _best_opener(pool_size: int) -> str:
+    # The opening candidates are the whole pool: the same for every episode, so computed once.
+    words = load_words()
+    return _best_split(words, list(words[:pool_size]))
