@@ -163,13 +163,17 @@ LLAMA3_TEMPLATE = r"""
         {%- endfor %}
         {{- render_content(message.content) + '<|eot_id|>' }}
     {%- elif message.role == 'assistant' and message.tool_calls %}
+        {#- Calls as Llama 3 writes them: bare JSON, `; `-joined, after `<|python_tag|>` when text precedes. #}
         {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' + render_content(message.content) }}
+        {%- if render_content(message.content) %}
+            {{- '<|python_tag|>' }}
+        {%- endif %}
         {%- for tool_call in message.tool_calls %}
             {%- if tool_call.function is defined %}
                 {%- set tool_call = tool_call.function %}
             {%- endif %}
-            {%- if render_content(message.content) or not loop.first %}
-                {{- '\n' }}
+            {%- if not loop.first %}
+                {{- '; ' }}
             {%- endif %}
             {{- '{"name": "' + tool_call.name + '", "parameters": ' }}
             {%- if tool_call.arguments is string %}
@@ -213,10 +217,136 @@ def _version_hash(template: str) -> str:
 def _corpus(seed: int = 0, n_lines: int = 6000) -> list[str]:
     """Generated game/chat/tool-call text the tokenizer learns its merges from."""
     rng = random.Random(seed)
-    words = ["the", "a", "an", "guess", "number", "higher", "lower", "correct", "wrong", "you", "I", "we", "it", "is", "are", "was", "to", "of", "and", "in", "on", "for", "with", "your", "my", "game", "turn", "move", "board", "player", "score", "win", "lose", "draw", "try", "again", "please", "think", "answer", "tool", "call", "result", "error", "value", "function", "name", "arguments", "parameters", "description", "type", "object", "string", "integer", "array", "boolean", "required", "properties", "items", "query", "search", "read", "write", "file", "code", "python", "print", "return", "def", "class", "import", "true", "false", "null", "hello", "thanks", "sure", "let", "me", "check", "here", "what", "which", "where", "why", "how", "step", "next", "done", "finished", "invalid", "format", "expected", "got", "between", "range", "secret", "left", "right", "up", "down"]
-    syllables = (
-        ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "pre", "con", "ex", "ing", "ly", "tion", "ment", "able", "er", "est", "un", "re", "de", "pro", "tra", "qui", "zo", "ba"]
-    )
+    words = [
+        "the",
+        "a",
+        "an",
+        "guess",
+        "number",
+        "higher",
+        "lower",
+        "correct",
+        "wrong",
+        "you",
+        "I",
+        "we",
+        "it",
+        "is",
+        "are",
+        "was",
+        "to",
+        "of",
+        "and",
+        "in",
+        "on",
+        "for",
+        "with",
+        "your",
+        "my",
+        "game",
+        "turn",
+        "move",
+        "board",
+        "player",
+        "score",
+        "win",
+        "lose",
+        "draw",
+        "try",
+        "again",
+        "please",
+        "think",
+        "answer",
+        "tool",
+        "call",
+        "result",
+        "error",
+        "value",
+        "function",
+        "name",
+        "arguments",
+        "parameters",
+        "description",
+        "type",
+        "object",
+        "string",
+        "integer",
+        "array",
+        "boolean",
+        "required",
+        "properties",
+        "items",
+        "query",
+        "search",
+        "read",
+        "write",
+        "file",
+        "code",
+        "python",
+        "print",
+        "return",
+        "def",
+        "class",
+        "import",
+        "true",
+        "false",
+        "null",
+        "hello",
+        "thanks",
+        "sure",
+        "let",
+        "me",
+        "check",
+        "here",
+        "what",
+        "which",
+        "where",
+        "why",
+        "how",
+        "step",
+        "next",
+        "done",
+        "finished",
+        "invalid",
+        "format",
+        "expected",
+        "got",
+        "between",
+        "range",
+        "secret",
+        "left",
+        "right",
+        "up",
+        "down",
+    ]
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ne",
+        "ru",
+        "ta",
+        "vo",
+        "shi",
+        "pre",
+        "con",
+        "ex",
+        "ing",
+        "ly",
+        "tion",
+        "ment",
+        "able",
+        "er",
+        "est",
+        "un",
+        "re",
+        "de",
+        "pro",
+        "tra",
+        "qui",
+        "zo",
+        "ba",
+    ]
     words += ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(1500)]
     names = ["guess", "search", "read_file", "run_python", "calculator", "lookup", "submit", "move"]
     lines = []
