@@ -27,3 +27,19 @@ register(
     description="Solve a generated arithmetic or word problem; hints after wrong answers, reward decays per attempt.",
     max_turns=12,
 )
+
+register(
+    "maze-v0",
+    "envs.games.maze:MazeEnv",
+    category="text-game",
+    description="Walk through a grid maze drawn as text to the goal.",
+    max_turns=50,
+)
+
+register(
+    "shop-assistant-v0",
+    "envs.conversations.shop_assistant:ShopAssistantEnv",
+    category="conversation",
+    description="Ask a customer what they want, search a bundled catalogue with tools, order a matching product.",
+    max_turns=16,
+)

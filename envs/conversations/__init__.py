@@ -1,0 +1,1 @@
+"""Conversation envs: the agent talks with a simulated participant (an `interactions.Interaction`)."""
