@@ -1,0 +1,243 @@
+"""maze-v0: walk from A to G through a grid maze drawn as text."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import Any, ClassVar, Literal
+
+from envs.errors import InvalidAction
+from envs.games.text_game import TextGame
+from envs.messages import system, user
+from envs.step_result import StepResult
+
+Direction = Literal["up", "down", "left", "right"]
+STEPS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+_ALIASES = {
+    **{d: d for d in STEPS},
+    "u": "up",
+    "d": "down",
+    "l": "left",
+    "r": "right",
+    "n": "up",
+    "s": "down",
+    "w": "left",
+    "e": "right",
+    "north": "up",
+    "south": "down",
+    "west": "left",
+    "east": "right",
+}
+_TOKENS = re.compile(r"[A-Za-z]+")
+_SEPARATORS = re.compile(r"^[\s,;.:>\-]*$")
+
+Cell = tuple[int, int]
+
+
+def generate_maze(rng, rows: int, cols: int) -> list[list[str]]:
+    """A perfect maze of rows x cols rooms by randomized depth-first search, as a (2r+1) x (2c+1) grid."""
+    grid = [["#"] * (2 * cols + 1) for _ in range(2 * rows + 1)]
+    start = (int(rng.integers(rows)), int(rng.integers(cols)))
+    seen = {start}
+    stack = [start]
+    grid[2 * start[0] + 1][2 * start[1] + 1] = "."
+    while stack:
+        r, c = stack[-1]
+        options = [
+            (r + dr, c + dc)
+            for dr, dc in STEPS.values()
+            if 0 <= r + dr < rows and 0 <= c + dc < cols and (r + dr, c + dc) not in seen
+        ]
+        if not options:
+            stack.pop()
+            continue
+        nr, nc = options[int(rng.integers(len(options)))]
+        grid[r + nr + 1][c + nc + 1] = "."  # the wall between the two rooms
+        grid[2 * nr + 1][2 * nc + 1] = "."
+        seen.add((nr, nc))
+        stack.append((nr, nc))
+    return grid
+
+
+def shortest_path(grid: list[list[str]], start: Cell, goal: Cell) -> list[str]:
+    """The moves of a shortest path from `start` to `goal` (breadth-first search)."""
+    came: dict[Cell, tuple[Cell, str] | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        cell = queue.popleft()
+        if cell == goal:
+            break
+        for name, (dr, dc) in STEPS.items():
+            nxt = (cell[0] + dr, cell[1] + dc)
+            if nxt not in came and grid[nxt[0]][nxt[1]] != "#":
+                came[nxt] = (cell, name)
+                queue.append(nxt)
+    if goal not in came:
+        raise ValueError(f"{goal} is not reachable from {start}")
+    moves: list[str] = []
+    cell = goal
+    while (link := came[cell]) is not None:
+        cell, name = link
+        moves.append(name)
+    return moves[::-1]
+
+
+def distances(grid: list[list[str]], start: Cell) -> dict[Cell, int]:
+    """Steps from `start` to every reachable floor square."""
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        r, c = queue.popleft()
+        for dr, dc in STEPS.values():
+            nxt = (r + dr, c + dc)
+            if nxt not in dist and grid[nxt[0]][nxt[1]] != "#":
+                dist[nxt] = dist[(r, c)] + 1
+                queue.append(nxt)
+    return dist
+
+
+class MazeEnv(TextGame[list[str]]):
+    """Walk the agent A to the goal G in a maze drawn as text (`#` wall, `.` floor); the map is fully visible.
+
+    Text action: one or more moves separated by spaces or commas, applied in order: up/down/left/right
+    (also u/d/l/r, n/s/e/w, north/south/east/west). The last line of the reply made only of moves counts.
+    A move into a wall stops the rest of that reply (it still uses one move of the budget). Tool:
+    `move(directions: list of "up"/"down"/"left"/"right")` (a single direction string also works).
+
+    Reward at the end: reaching G scores 1.0 on a shortest path, less by 0.5 x extra steps / shortest path
+    length (at least 0.5). Using up the move budget ends the game with up to 0.25 for progress: the closest
+    the agent came to G relative to where it started (path distance).
+    """
+
+    difficulties = {
+        "easy": {"rows": 3, "cols": 3, "max_moves": 30},
+        "medium": {"rows": 5, "cols": 5, "max_moves": 80},
+        "hard": {"rows": 7, "cols": 7, "max_moves": 150},
+    }
+    action_tool_name = "move"
+    action_tool_description = "Move through the maze: one or more steps, applied in order."
+    action_help = "Reply with moves: up, down, left or right, separated by spaces."
+    #: How many moves the scripted expert sends per reply.
+    expert_moves_per_turn: ClassVar[int] = 4
+
+    def _start(self, params: dict[str, Any]):
+        self.grid = generate_maze(self.np_random, params["rows"], params["cols"])
+        rooms = [(2 * r + 1, 2 * c + 1) for r in range(params["rows"]) for c in range(params["cols"])]
+        self.pos = rooms[int(self.np_random.integers(len(rooms)))]
+        from_start = distances(self.grid, self.pos)
+        # The goal is a room at least half as far as the farthest one, so no maze is trivially short.
+        far = max(from_start[room] for room in rooms)
+        goals = [room for room in rooms if 2 * from_start[room] >= far and room != self.pos]
+        self.goal = goals[int(self.np_random.integers(len(goals)))]
+        self.to_goal = distances(self.grid, self.goal)
+        self.shortest = self.to_goal[self.pos]
+        self.closest = self.shortest
+        self.max_moves = params["max_moves"]
+        self.moves_used = 0
+        self.steps_taken = 0
+        prompt = (
+            f"Move A to G. # is wall, . is floor. Reply with moves: up, down, left or right, "
+            f"separated by spaces. You have {self.max_moves} moves.\n{self.draw()}"
+        )
+        opening = [system("You are in a maze."), user(prompt)]
+        return opening, {"shortest": self.shortest, "max_moves": self.max_moves}
+
+    def draw(self) -> str:
+        """The map with the agent (A) and the goal (G)."""
+        rows = [list(row) for row in self.grid]
+        rows[self.goal[0]][self.goal[1]] = "G"
+        rows[self.pos[0]][self.pos[1]] = "A"
+        return "\n".join("".join(row) for row in rows)
+
+    def parse_action(self, text: str) -> list[str]:
+        """The moves on the last line of the reply that holds only moves."""
+        if not text.strip():
+            raise InvalidAction("the reply is empty")
+        for line in reversed(text.strip().splitlines()):
+            words = _TOKENS.findall(line)
+            if words and all(w.lower() in _ALIASES for w in words) and _only_separators(line):
+                return [_ALIASES[w.lower()] for w in words]
+        first_bad = next((w for w in _TOKENS.findall(text) if w.lower() not in _ALIASES), None)
+        if first_bad is None:
+            raise InvalidAction("no moves found in the reply")
+        raise InvalidAction(f"{first_bad[:40]!r} is not a move; use up, down, left or right")
+
+    @classmethod
+    def action_args_model(cls):
+        """`move(directions: list["up" | "down" | "left" | "right"])`; a single direction string is accepted too."""
+        from typing import Annotated
+
+        from pydantic import BaseModel, BeforeValidator, Field
+
+        class MoveArgs(BaseModel):
+            directions: Annotated[list[Direction], BeforeValidator(_as_list)] = Field(
+                description='Steps to take in order, e.g. ["up", "left"].'
+            )
+
+        return MoveArgs
+
+    def action_from_tool(self, args) -> list[str]:
+        """The moves from the tool's `directions` argument."""
+        if not args.directions:
+            raise InvalidAction("`directions` is empty; give at least one move")
+        return list(args.directions)
+
+    def play(self, action: list[str]) -> StepResult:
+        """Walk the moves in order; stop at a wall, at G, or when the move budget runs out."""
+        made: list[str] = []
+        blocked = None
+        for direction in action:
+            if self.moves_used >= self.max_moves:
+                break
+            self.moves_used += 1
+            dr, dc = STEPS[direction]
+            nxt = (self.pos[0] + dr, self.pos[1] + dc)
+            if self.grid[nxt[0]][nxt[1]] == "#":
+                blocked = direction
+                break
+            self.pos = nxt
+            self.steps_taken += 1
+            made.append(direction)
+            self.closest = min(self.closest, self.to_goal[self.pos])
+            if self.pos == self.goal:
+                break
+        parts = [f"Moved {' '.join(made)}." if made else "No move made."]
+        if blocked:
+            parts.append(f"Wall {blocked}; stopped.")
+        if self.pos == self.goal:
+            self.won = True
+            extra = self.steps_taken - self.shortest
+            reward = max(0.5, 1.0 - 0.5 * extra / self.shortest)
+            parts.append(f"You reached G in {self.steps_taken} steps (shortest {self.shortest}).")
+            return StepResult(
+                [user(" ".join(parts))],
+                reward,
+                terminated=True,
+                info={"success": True, "steps": self.steps_taken, "shortest": self.shortest},
+            )
+        left = self.max_moves - self.moves_used
+        if left == 0:
+            reward = 0.25 * (1.0 - self.closest / self.shortest)
+            parts.append("No moves left.")
+            return StepResult(
+                [user(" ".join(parts) + "\n" + self.draw())],
+                reward,
+                terminated=True,
+                info={"success": False, "steps": self.steps_taken, "shortest": self.shortest},
+            )
+        parts.append(f"{left} moves left.")
+        return StepResult([user(" ".join(parts) + "\n" + self.draw())])
+
+    def expert_action(self) -> str:
+        """The next few moves of a shortest path (breadth-first search on the visible map)."""
+        path = shortest_path(self.grid, self.pos, self.goal)
+        return " ".join(path[: self.expert_moves_per_turn]) or "up"
+
+
+def _as_list(value: Any) -> Any:
+    # Models often send one move as a bare string; it means the same as a one-element list.
+    return [value] if isinstance(value, str) else value
+
+
+def _only_separators(line: str) -> bool:
+    return bool(_SEPARATORS.match(_TOKENS.sub("", line)))
