@@ -1,0 +1,354 @@
+"""Process isolation primitives: uid slots, rlimits, bubblewrap command lines, a capped run loop, cleanup."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+IS_ROOT = os.geteuid() == 0
+SANDBOX_DIR = "/sandbox"  # where the private work dir appears inside bubblewrap
+
+# Host paths bound read-only into the sandbox (when they exist). /etc is not bound whole: only what
+# loaders and compilers read.
+_RO_PATHS = (
+    "/usr",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+)
+_TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one process tree."""
+
+    cpu_s: int = 10
+    memory_mb: int = 512
+    nproc: int = 64
+    fsize_mb: int = 64
+    nofile: int = 256
+
+    def rlimits(self) -> list[tuple[int, int]]:
+        """(resource, value) pairs to apply in the child."""
+        out = [
+            (resource.RLIMIT_CPU, max(1, int(self.cpu_s))),
+            (resource.RLIMIT_FSIZE, self.fsize_mb * 1024 * 1024),
+            (resource.RLIMIT_NOFILE, self.nofile),
+            (resource.RLIMIT_CORE, 0),
+        ]
+        if self.memory_mb > 0:
+            out.append((resource.RLIMIT_AS, self.memory_mb * 1024 * 1024))
+        if IS_ROOT:  # only meaningful with a private uid: the count is per real uid
+            out.append((resource.RLIMIT_NPROC, self.nproc))
+        return out
+
+
+def limiter(limits: Limits):
+    """A preexec function that lowers rlimits (runs in the child after the uid drop, before exec)."""
+    pairs = limits.rlimits()
+    setrlimit = resource.setrlimit
+
+    def apply() -> None:
+        for res, value in pairs:
+            setrlimit(res, (value, value))
+
+    return apply
+
+
+class UidSlot:
+    """An unprivileged uid held exclusively (across processes, via flock) for one run or session."""
+
+    BASE = int(os.environ.get("TURNGYM_SANDBOX_UID_BASE", "210000"))
+    COUNT = int(os.environ.get("TURNGYM_SANDBOX_UID_COUNT", "512"))
+    _lock_dir = os.path.join(tempfile.gettempdir(), "turngym-sandbox-uids")
+    _next = 0
+    _mutex = threading.Lock()
+
+    def __init__(self) -> None:
+        self.uid: int | None = None
+        self._fd: int | None = None
+        if not IS_ROOT:
+            return
+        os.makedirs(self._lock_dir, mode=0o700, exist_ok=True)
+        with UidSlot._mutex:
+            start = UidSlot._next
+            UidSlot._next = (UidSlot._next + 1) % self.COUNT
+        for i in range(self.COUNT):
+            uid = self.BASE + (start + i) % self.COUNT
+            fd = os.open(os.path.join(self._lock_dir, str(uid)), os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.uid, self._fd = uid, fd
+            return
+        raise RuntimeError(f"all {self.COUNT} sandbox uids are busy")
+
+    def release(self) -> None:
+        """Kill anything still running as this uid, then free it."""
+        if self.uid is not None:
+            kill_uid(self.uid)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.uid = None
+
+
+def kill_uid(uid: int, rounds: int = 20) -> int:
+    """SIGKILL every process whose owner is `uid` (repeats: a fork loop may add some meanwhile)."""
+    killed = 0
+    for _ in range(rounds):
+        found = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                os.kill(int(entry.name), signal.SIGKILL)
+                if not _is_zombie(entry.path):  # a zombie is already dead; only its parent can reap it
+                    found += 1
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+        killed += found
+        if not found:
+            break
+        time.sleep(0.005)
+    return killed
+
+
+def _is_zombie(proc_path: str) -> bool:
+    try:
+        with open(f"{proc_path}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def make_workdir(uid: int | None, base: str | None = None) -> str:
+    """A private temp dir owned by `uid`."""
+    path = tempfile.mkdtemp(prefix="turngym-sbx-", dir=base)
+    if uid is not None:
+        os.chown(path, uid, uid)
+    os.chmod(path, 0o700)
+    return path
+
+
+def remove_workdir(path: str) -> None:
+    """Delete the work dir, including read-only dirs the code may have made."""
+
+    def fix(func, p, _exc):
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+
+    shutil.rmtree(path, onerror=fix)
+
+
+def write_files(workdir: str, files: dict[str, str | bytes], uid: int | None) -> None:
+    """Put input files under the work dir; paths must stay inside it."""
+    root = os.path.realpath(workdir)
+    for rel, data in files.items():
+        target = os.path.realpath(os.path.join(root, rel.lstrip("/")))
+        if os.path.commonpath([root, target]) != root:
+            raise ValueError(f"file path {rel!r} leaves the sandbox directory")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
+        if uid is not None:
+            os.chown(target, uid, uid)
+            d = os.path.dirname(target)
+            while d != root and d.startswith(root):
+                os.chown(d, uid, uid)
+                d = os.path.dirname(d)
+
+
+def read_files(workdir: str, paths: list[str], limit_bytes: int) -> dict[str, bytes]:
+    """Fetch files the code wrote (missing ones are skipped; symlinks out of the dir refused)."""
+    root = os.path.realpath(workdir)
+    out: dict[str, bytes] = {}
+    for rel in paths:
+        target = os.path.realpath(os.path.join(root, rel.lstrip("/").removeprefix("sandbox/")))
+        if os.path.commonpath([root, target]) != root or not os.path.isfile(target):
+            continue
+        with open(target, "rb") as fh:
+            out[rel] = fh.read(limit_bytes)
+    return out
+
+
+_bwrap_ok: dict[str, bool] = {}
+
+
+def bwrap_path() -> str | None:
+    """bubblewrap's path if it is installed and works here (checked once)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return None
+    if exe not in _bwrap_ok:
+        probe = bwrap_argv(exe, "/tmp", ["/bin/true"], bind_workdir=False)
+        try:
+            kwargs = {"user": 65534, "group": 65534, "extra_groups": []} if IS_ROOT else {}
+            done = subprocess.run(probe, capture_output=True, timeout=10, **kwargs)
+            _bwrap_ok[exe] = done.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _bwrap_ok[exe] = False
+    return exe if _bwrap_ok[exe] else None
+
+
+def bwrap_argv(
+    exe: str, workdir: str, command: list[str], extra_ro: tuple[str, ...] = (), bind_workdir: bool = True
+) -> list[str]:
+    """bubblewrap command: no network, read-only system, private /tmp and work dir, own PID namespace."""
+    argv = [exe, "--unshare-all", "--die-with-parent", "--new-session"]
+    for path in (*_RO_PATHS, *extra_ro):
+        if os.path.exists(path):
+            argv += ["--ro-bind", path, path]
+    for path in _TOP_LINKS:
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(256 * 1024 * 1024), "--tmpfs", "/tmp"]
+    if bind_workdir:
+        argv += ["--bind", workdir, SANDBOX_DIR, "--chdir", SANDBOX_DIR]
+    argv += ["--remount-ro", "/", "--", *command]
+    return argv
+
+
+@dataclass
+class RawRun:
+    """Bytes and exit facts of one process tree."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    truncated: bool
+    duration_s: float
+
+
+def run_capped(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    stdin: bytes | None,
+    timeout_s: float,
+    max_output_bytes: int,
+    limits: Limits,
+    uid: int | None,
+) -> RawRun:
+    """Run to completion or wall timeout; kill the whole group either way; keep at most the cap per stream."""
+    start = time.perf_counter()
+    ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        preexec_fn=limiter(limits),
+        **ids,
+    )
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    bufs = {out_fd: bytearray(), err_fd: bytearray()}
+    truncated = False
+    timed_out = False
+    sel = selectors.DefaultSelector()
+    for fd in bufs:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = os.pidfd_open(proc.pid)
+    sel.register(pidfd, selectors.EVENT_READ)
+    pending = memoryview(stdin) if stdin else None
+    if pending is not None:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+    deadline = start + timeout_s
+    exited_at: float | None = None
+    open_fds = set(bufs)
+    try:
+        while open_fds:
+            now = time.perf_counter()
+            if exited_at is not None and now - exited_at > 0.05:
+                break  # main process gone; what still holds the pipes is a left-behind child
+            if now >= deadline:
+                timed_out = True
+                break
+            wait = deadline - now if exited_at is None else 0.05
+            for key, _ in sel.select(wait):
+                fd = key.fd
+                if fd == pidfd:
+                    sel.unregister(pidfd)
+                    exited_at = time.perf_counter()
+                elif pending is not None and fd == proc.stdin.fileno():
+                    try:
+                        n = os.write(fd, pending[:65536])
+                        pending = pending[n:]
+                    except BrokenPipeError:
+                        pending = pending[:0]
+                    if not pending:
+                        sel.unregister(fd)
+                        proc.stdin.close()
+                        pending = None
+                else:
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        sel.unregister(fd)
+                        open_fds.discard(fd)
+                        continue
+                    buf = bufs[fd]
+                    room = max_output_bytes - len(buf)
+                    if len(chunk) > room:
+                        truncated = True
+                        chunk = chunk[: max(room, 0)]
+                    buf += chunk
+    finally:
+        kill_group(proc.pid)
+        proc.wait()  # SIGKILLed or already exited: returns at once
+        if uid is not None:
+            kill_uid(uid)
+        sel.close()
+        os.close(pidfd)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    return RawRun(
+        returncode=None if timed_out else proc.returncode,
+        stdout=bytes(bufs[out_fd]),
+        stderr=bytes(bufs[err_fd]),
+        timed_out=timed_out,
+        truncated=truncated,
+        duration_s=time.perf_counter() - start,
+    )
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a process group, ignoring one that is already gone."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError as exc:
+        if exc.errno not in (errno.ESRCH, errno.EPERM):
+            raise
