@@ -43,3 +43,11 @@ register(
     description="Ask a customer what they want, search a bundled catalogue with tools, order a matching product.",
     max_turns=16,
 )
+
+register(
+    "tic-tac-toe-v0",
+    "envs.games.tic_tac_toe:TicTacToeEnv",
+    category="text-game",
+    description="Three in a row against a built-in opponent (random, heuristic or perfect).",
+    max_turns=10,
+)
