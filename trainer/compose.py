@@ -1,0 +1,121 @@
+"""Compose turngym's Hydra config (verl's ppo_trainer + turngym defaults) and check it before Ray starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+CONFIG_DIR = Path(__file__).resolve().parent / "config"
+PRIMARY_CONFIG = "turngym"
+GROUPS = ("env", "algorithm", "platform")
+
+
+class ConfigError(ValueError):
+    """A bad override, unknown group choice or unknown env id; the message names the valid choices."""
+
+
+def group_choices(group: str) -> list[str]:
+    """The options of one of turngym's config groups (file names under trainer/config/<group>/)."""
+    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+def _split(override: str) -> tuple[str, str | None]:
+    key, sep, value = override.partition("=")
+    return key.lstrip("+~"), (value if sep else None)
+
+
+def _normalize(overrides: list[str]) -> list[str]:
+    """Apply turngym's shortcuts: ``model=PATH`` and ``env.id=ID`` (which implies ``env=single``)."""
+    out: list[str] = []
+    keys = {_split(o)[0] for o in overrides}
+    for override in overrides:
+        key, value = _split(override)
+        if value is None:
+            raise ConfigError(f"override {override!r} is not key=value")
+        if key == "model":
+            out.append(f"turngym.model={value}")
+            continue
+        if key in GROUPS and value not in group_choices(key):
+            raise ConfigError(f"unknown {key} {value!r}; valid choices: {', '.join(group_choices(key))}")
+        out.append(override)
+    if "env.id" in keys and "env" not in keys:
+        out.insert(0, "env=single")
+    return out
+
+
+def _compose(overrides: list[str]) -> DictConfig:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+            return compose(config_name=PRIMARY_CONFIG, overrides=overrides)
+    except HydraException as exc:
+        raise ConfigError(f"bad override: {exc}") from exc
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` becomes ``cuda`` when a GPU is visible, else ``cpu``; anything else is kept."""
+    if requested != "auto":
+        return requested
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def compose_config(overrides: list[str] | None = None) -> DictConfig:
+    """The full training config for these command-line overrides, validated; raises ConfigError."""
+    overrides = _normalize(list(overrides or []))
+    first = _compose(overrides)
+    device = resolve_device(str(first.trainer.device))
+    user_keys = {_split(o)[0] for o in overrides}
+    final_overrides = list(overrides)
+    if "platform" not in user_keys:
+        final_overrides.insert(0, f"platform={'cpu' if device == 'cpu' else 'gpu'}")
+    if "trainer.device" not in user_keys:
+        final_overrides.append(f"trainer.device={device}")
+    cfg = _compose(final_overrides)
+    check_config(cfg)
+    return cfg
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Checks that need more than Hydra: env ids registered, group consistency, algorithm sanity."""
+    import envs
+
+    known = {s.id for s in envs.list_envs()}
+    entries = env_entries(cfg)
+    if not entries:
+        raise ConfigError("env.id is not set; use env=<group> or env.id=<registered id>")
+    for entry in entries:
+        if entry["id"] not in known:
+            raise ConfigError(
+                f"env {entry['id']!r} (group {cfg.env.name!r}) is not registered; registered envs: {', '.join(sorted(known))}"
+            )
+        if entry["weight"] <= 0:
+            raise ConfigError(f"env {entry['id']!r} has weight {entry['weight']}; weights must be > 0")
+    if cfg.trainer.device not in ("cpu", "cuda", "npu"):
+        raise ConfigError(f"trainer.device={cfg.trainer.device!r}; valid choices: auto, cpu, cuda, npu")
+    if int(cfg.trainer.total_training_steps) < 1:
+        raise ConfigError("trainer.total_training_steps must be >= 1")
+
+
+def env_entries(cfg: DictConfig) -> list[dict]:
+    """The episode mixture: ``[{id, weight, kwargs}]`` from env.id or the group's mixture."""
+    if cfg.env.id:
+        return [
+            {"id": str(cfg.env.id), "weight": 1.0, "kwargs": OmegaConf.to_container(cfg.env.kwargs) or {}}
+        ]
+    return [
+        {
+            "id": str(e.id),
+            "weight": float(e.get("weight", 1.0)),
+            "kwargs": OmegaConf.to_container(e.get("kwargs", {})),
+        }
+        for e in cfg.env.mixture
+    ]

@@ -1,0 +1,104 @@
+"""Parquet datasets in verl's RLHFDataset layout, one row per episode (env id + seed), train/val seeds disjoint.
+
+Row layout (read by the turngym agent loop, see docs/rollout.md):
+
+    data_source   env id (verl groups validation metrics by it)
+    prompt        the env's opening messages for that seed ([{role, content}], for length filters/logs)
+    ability       the env's category
+    reward_model  {"style": "env", "ground_truth": ""}  (rewards come from the env, not a reward fn)
+    extra_info    {"env_id", "seed", "env_kwargs", "index", "split"}; env_kwargs is a JSON object string
+    agent_name    "turngym"
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+AGENT_NAME = "turngym"
+
+
+def assign_envs(entries: list[dict], n: int, seed: int) -> list[dict]:
+    """Pick an env entry for each of n episodes, proportionally to the weights, reproducibly."""
+    weights = np.array([e["weight"] for e in entries], dtype=float)
+    counts = np.floor(weights / weights.sum() * n).astype(int)
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(len(entries), size=n - counts.sum(), p=weights / weights.sum()):
+        counts[i] += 1
+    order = np.concatenate([np.full(c, i) for i, c in enumerate(counts)]) if n else np.array([], dtype=int)
+    rng.shuffle(order)
+    return [entries[i] for i in order]
+
+
+def opening_messages(env_id: str, env_kwargs: dict, seed: int) -> list[dict[str, str]]:
+    """The conversation an episode starts from, reduced to role/content strings."""
+    import envs
+
+    env = envs.make(env_id, **env_kwargs)
+    try:
+        messages, _ = env.reset(seed=seed)
+    finally:
+        env.close()
+    return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
+
+
+def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> list[dict[str, Any]]:
+    """n dataset rows with seeds seed_base, seed_base+1, ...; envs drawn from the weighted mixture."""
+    import envs
+
+    rows = []
+    for index, entry in enumerate(assign_envs(entries, n, seed=seed_base)):
+        seed = seed_base + index
+        kwargs = dict(entry.get("kwargs") or {})
+        rows.append(
+            {
+                "data_source": entry["id"],
+                "prompt": opening_messages(entry["id"], kwargs, seed),
+                "ability": envs.spec(entry["id"]).category,
+                "reward_model": {"style": "env", "ground_truth": ""},
+                "extra_info": {
+                    "env_id": entry["id"],
+                    "seed": seed,
+                    "env_kwargs": json.dumps(kwargs, sort_keys=True),
+                    "index": index,
+                    "split": split,
+                },
+                "agent_name": AGENT_NAME,
+            }
+        )
+    return rows
+
+
+def write_datasets(
+    entries: list[dict],
+    train_path: str | Path,
+    val_path: str | Path,
+    train_episodes: int,
+    val_episodes: int,
+    seed_base: int = 0,
+    val_seed_base: int = 1_000_000,
+) -> tuple[Path, Path]:
+    """Write train and validation parquet files; their seed ranges must not overlap."""
+    import pandas as pd
+
+    if (
+        seed_base < val_seed_base < seed_base + train_episodes
+        or val_seed_base <= seed_base < val_seed_base + val_episodes
+    ):
+        raise ValueError(
+            f"train seeds [{seed_base}, {seed_base + train_episodes}) overlap validation seeds "
+            f"[{val_seed_base}, {val_seed_base + val_episodes})"
+        )
+    out = []
+    for path, n, base, split in (
+        (train_path, train_episodes, seed_base, "train"),
+        (val_path, val_episodes, val_seed_base, "val"),
+    ):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(episode_rows(entries, n, base, split)).to_parquet(path)
+        out.append(path)
+    return out[0], out[1]

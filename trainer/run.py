@@ -1,0 +1,192 @@
+"""`python -m trainer.run env=<group> [hydra overrides]`: train an agent with verl's PPO trainer.
+
+Examples:
+    python -m trainer.run env=text-game
+    python -m trainer.run env.id=guess-number-v0 algorithm=ppo trainer.total_training_steps=5
+    python -m trainer.run env=tool-use model=/models/Qwen2.5-1.5B-Instruct trainer.n_gpus_per_node=8
+
+Everything before Ray starts is checked first (groups, env ids, override keys). On a machine
+without a GPU (or with ``trainer.device=cpu``) the CPU platform plugin (``trainer.cpu``) is loaded
+into every verl process through ``VERL_USE_EXTERNAL_MODULES`` and ``VERL_PLATFORM=cpu``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from trainer.compose import ConfigError, compose_config, env_entries
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CPU_PLUGIN_MODULE = "trainer.cpu"
+
+
+def agent_loop_config_path() -> Path:
+    """rollout/agent_loop.yaml: registers turngym's agent loop by name in every verl process."""
+    import rollout
+
+    path = Path(rollout.__file__).resolve().parent / "agent_loop.yaml"
+    if not path.exists():
+        raise ConfigError(f"{path} is missing: the rollout package must ship its agent loop registration")
+    return path
+
+
+def export_cpu_plugin_env() -> dict[str, str]:
+    """Set (and return) the variables that make every verl process load the CPU plugin."""
+    modules = [m for m in os.environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m]
+    if CPU_PLUGIN_MODULE not in modules:
+        modules.append(CPU_PLUGIN_MODULE)
+    python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(REPO_ROOT) not in python_path:
+        python_path.insert(0, str(REPO_ROOT))
+    values = {
+        "VERL_USE_EXTERNAL_MODULES": ",".join(modules),
+        "VERL_PLATFORM": "cpu",
+        "PYTHONPATH": os.pathsep.join(python_path),
+        "TOKENIZERS_PARALLELISM": "false",
+        "RAY_DEDUP_LOGS": os.environ.get("RAY_DEDUP_LOGS", "1"),
+    }
+    os.environ.update(values)
+    # Hydra's pkg:// search path already imported verl in this process, before these variables
+    # existed, so load the plugin here by hand; Ray workers load it through verl's hook.
+    importlib.import_module(CPU_PLUGIN_MODULE)
+    return values
+
+
+def prepare(cfg: DictConfig) -> DictConfig:
+    """Side effects before Ray: absolute paths, model, datasets, warm start, env vars. Returns cfg."""
+    from trainer.datasets import write_datasets
+
+    out = Path(cfg.turngym.output_dir).expanduser().resolve()
+    cfg.turngym.output_dir = str(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    worker_env: dict[str, str] = {"PYTHONPATH": str(REPO_ROOT)}
+    if cfg.trainer.device == "cpu":
+        worker_env.update(export_cpu_plugin_env())
+    else:
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])
+        )
+    os.environ.setdefault("TENSORBOARD_DIR", str(out / "tensorboard"))
+    worker_env["TENSORBOARD_DIR"] = os.environ["TENSORBOARD_DIR"]
+    with open_struct(cfg):
+        env_vars = cfg.ray_kwargs.ray_init.setdefault("runtime_env", {}).setdefault("env_vars", {})
+        for key, value in worker_env.items():
+            env_vars[key] = value
+
+    if not cfg.turngym.model:
+        from trainer.embedded_model import build_embedded_model
+
+        cfg.turngym.model = str(build_embedded_model())
+    entries = env_entries(cfg)
+    write_datasets(
+        entries,
+        cfg.data.train_files,
+        cfg.data.val_files,
+        int(cfg.env.train_episodes),
+        int(cfg.env.val_episodes),
+        seed_base=int(cfg.env.seed_base),
+        val_seed_base=int(cfg.env.val_seed_base),
+    )
+    if not cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path:
+        cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path = str(agent_loop_config_path())
+
+    ws = cfg.turngym.warm_start
+    if ws.enable and cfg.trainer.resume_mode != "disable" and _has_checkpoint(cfg):
+        print("[turngym] checkpoint found: skipping warm start, resuming RL")
+        cfg.turngym.model = str(out / "warm_start") if (out / "warm_start").exists() else cfg.turngym.model
+    elif ws.enable:
+        from trainer.warm_start import warm_start
+
+        print(f"[turngym] warm start: imitating {ws.episodes} expert episodes ...", flush=True)
+        report = warm_start(
+            cfg.turngym.model,
+            out / "warm_start",
+            entries,
+            episodes=int(ws.episodes),
+            epochs=int(ws.epochs),
+            lr=float(ws.lr),
+            batch_size=int(ws.batch_size),
+            seed=int(ws.seed),
+        )
+        print(f"[turngym] warm start done: {report}", flush=True)
+        cfg.turngym.model = str(out / "warm_start")
+    return cfg
+
+
+class open_struct:  # noqa: N801 - used as a context manager like omegaconf.open_dict
+    """Temporarily allow new keys in a struct config."""
+
+    def __init__(self, cfg: DictConfig) -> None:
+        self.cfg = cfg
+
+    def __enter__(self) -> DictConfig:
+        OmegaConf.set_struct(self.cfg, False)
+        return self.cfg
+
+    def __exit__(self, *exc) -> None:
+        OmegaConf.set_struct(self.cfg, True)
+
+
+def _has_checkpoint(cfg: DictConfig) -> bool:
+    return (Path(cfg.trainer.default_local_dir) / "latest_checkpointed_iteration.txt").exists()
+
+
+def launch(cfg: DictConfig) -> None:
+    """Start Ray and run verl's trainer (through TurngymTaskRunner)."""
+    from verl.trainer.main_ppo import run_ppo
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
+
+    from trainer.task_runner import TurngymTaskRunner
+
+    auto_set_device(cfg)
+    validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    run_ppo(cfg, task_runner_class=TurngymTaskRunner)
+
+
+def summarize(cfg: DictConfig) -> None:
+    """Write the reward curve and print first-vs-last rewards."""
+    from trainer.plot import plot_reward_curve
+    from trainer.progress import REWARD_KEY, MetricsLog
+
+    png = plot_reward_curve(cfg.turngym.metrics_file, cfg.turngym.plot_file, title=f"turngym {cfg.env.name}")
+    records = [r for r in MetricsLog(cfg.turngym.metrics_file).records("train") if REWARD_KEY in r]
+    if records:
+        k = max(1, min(3, len(records) // 2))
+        first = sum(r[REWARD_KEY] for r in records[:k]) / k
+        last = sum(r[REWARD_KEY] for r in records[-k:]) / k
+        print(
+            f"[turngym] reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f} over {len(records)} steps"
+        )
+    print(f"[turngym] metrics: {cfg.turngym.metrics_file}")
+    if png:
+        print(f"[turngym] reward curve: {png}")
+    print(f"[turngym] checkpoints: {cfg.trainer.default_local_dir}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    try:
+        cfg = compose_config(argv)
+        cfg = prepare(cfg)
+    except ConfigError as exc:
+        print(f"trainer.run: {exc}", file=sys.stderr)
+        return 2
+    launch(cfg)
+    summarize(cfg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The Ray task that runs verl's v1 synchronous PPO trainer, with turngym's per-step reporting.
+
+``TurngymTaskRunner.run`` mirrors verl's ``TaskRunnerV1.run`` (``verl/trainer/main_ppo.py``); the
+trainer is verl's ``PPOTrainerSync`` (``trainer.v1.trainer_mode=sync``, the default of
+``main_ppo`` in 0.9.1) with three additions: a success rate computed from the episodes, a
+progress line and a JSONL record per step, and the JSONL trimmed on resume so no step repeats.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import ray
+from omegaconf import DictConfig, OmegaConf
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+from trainer.progress import SUCCESS_KEY, MetricsLog, progress_line
+
+
+def episode_successes(extra_fields: list[Any], scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Per-episode success: the rollout's ``success`` flag when it reports one, else score >= threshold."""
+    out = np.asarray(scores, dtype=float) >= threshold
+    for i, fields in enumerate(extra_fields):
+        if isinstance(fields, dict) and fields.get("success") is not None:
+            out[i] = bool(fields["success"])
+    return out
+
+
+class TurngymTrainer(PPOTrainerSync):
+    """verl's synchronous trainer plus turngym's progress line, metrics JSONL and success rate."""
+
+    def __init__(self, config: DictConfig) -> None:
+        super().__init__(config=config)
+        self.metrics_log = MetricsLog(config.turngym.metrics_file)
+        self.success_threshold = float(config.turngym.success_threshold)
+
+    def fit(self, agent_loop_manager) -> None:
+        dropped = self.metrics_log.truncate_after(self.global_steps)
+        if self.global_steps or dropped:
+            print(
+                f"[turngym] resuming after step {self.global_steps}; dropped {dropped} later metric records"
+            )
+        super().fit(agent_loop_manager)
+
+    def _validate(self) -> dict[str, float]:
+        metrics = super()._validate()
+        if metrics:
+            self.metrics_log.append(self.global_steps, metrics, kind="val")
+            val = {k: v for k, v in metrics.items() if k.startswith("val-core/")}
+            print(
+                f"[turngym] validation at step {self.global_steps}: "
+                + ", ".join(f"{k}={float(v):.3f}" for k, v in val.items())
+            )
+        return metrics
+
+    def _success_rate(self, batch) -> float | None:
+        import transfer_queue as tq
+
+        try:
+            data = tq.kv_batch_get(
+                keys=batch.keys, partition_id=batch.partition_id, select_fields=["rm_scores"]
+            )
+            scores = np.array([float(t.sum()) for t in data["rm_scores"].unbind(0)])
+        except Exception:  # noqa: BLE001 - a metric must never stop training
+            return None
+        try:
+            extra = tq.kv_batch_get(
+                keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
+            )
+            extra_fields = list(extra.pop("extra_fields").tolist())
+        except Exception:  # noqa: BLE001 - older rollouts write no extra_fields
+            extra_fields = [None] * len(scores)
+        padding = np.array([bool(tag.get("is_padding", False)) for tag in batch.tags])
+        success = episode_successes(extra_fields, scores, self.success_threshold)
+        if padding.any() and not padding.all():
+            success = success[~padding]
+        return float(success.mean()) if len(success) else None
+
+    def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
+        rate = self._success_rate(batch)
+        if rate is not None:
+            metrics[SUCCESS_KEY] = rate
+        super()._compute_metrics(batch, metrics, timing_raw, global_steps=global_steps, epoch=epoch)
+        self.metrics_log.append(global_steps, metrics, kind="train")
+        print(f"[turngym] {progress_line(global_steps, self.total_training_steps, metrics)}", flush=True)
+
+
+@ray.remote
+class TurngymTaskRunner:
+    """Runs one training job inside Ray (as verl's TaskRunnerV1 does) with ``TurngymTrainer``."""
+
+    def run(self, config: DictConfig) -> int:
+        """Train; return the last global step reached."""
+        import transfer_queue as tq
+        from verl.trainer.ppo.v1 import AgentLoopManagerTQ
+        from verl.utils.logging_utils import configure_verl_logging
+
+        configure_verl_logging()
+        config.transfer_queue.enable = True
+        OmegaConf.resolve(config)
+        tq.init(config.transfer_queue)
+        trainer = None
+        succeeded = False
+        try:
+            trainer = TurngymTrainer(config=config)
+            trainer.init()
+            manager = AgentLoopManagerTQ.create(
+                config=config,
+                llm_client=trainer.get_llm_client(),
+                teacher_client=trainer.get_teacher_client(),
+                reward_loop_worker_handles=trainer.get_reward_handles(),
+            )
+            trainer.fit(manager)
+            succeeded = True
+            return int(trainer.global_steps)
+        finally:
+            try:
+                tracking = getattr(trainer, "logger", None)
+                if tracking is not None:
+                    tracking.finish(exit_code=0 if succeeded else 1)
+            finally:
+                tq.close()
