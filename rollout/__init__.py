@@ -1,0 +1,48 @@
+"""turngym rollout: engines, token-exact multi-turn episodes, verl agent loop, DataProto output.
+
+Heavy modules (torch, transformers, verl) load on first attribute access, not at `import rollout`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Engine": "rollout.engine",
+    "EngineError": "rollout.engine",
+    "Generation": "rollout.engine",
+    "SamplingParams": "rollout.engine",
+    "HFEngine": "rollout.hf_engine",
+    "SGLangEngine": "rollout.sglang_engine",
+    "ScriptedEngine": "rollout.scripted_engine",
+    "ChatFormat": "rollout.chat_format",
+    "Trajectory": "rollout.trajectory",
+    "EpisodeConfig": "rollout.episode",
+    "run_episode": "rollout.episode",
+    "collect": "rollout.collect",
+    "to_dataproto": "rollout.dataproto",
+    "TurnGymAgentLoop": "rollout.agent_loop",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from rollout.chat_format import ChatFormat
+    from rollout.collect import collect
+    from rollout.dataproto import to_dataproto
+    from rollout.engine import Engine, EngineError, Generation, SamplingParams
+    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.hf_engine import HFEngine
+    from rollout.scripted_engine import ScriptedEngine
+    from rollout.sglang_engine import SGLangEngine
+    from rollout.trajectory import Trajectory
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rollout' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
