@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -12,6 +11,8 @@ T = TypeVar("T")
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Await `coro` from sync code; uses a worker thread when a loop is already running here."""
+    import asyncio  # here, not at module level: asyncio costs ~15 ms and most envs never need it
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
