@@ -1,0 +1,234 @@
+"""run_episode: drive one env with one engine and assemble a token-exact Trajectory.
+
+Generated ids are kept exactly as the engine returned them (stop token included) with their logprobs
+and loss mask 1. Everything else (the env's user/tool messages, the template's separators and the next
+generation prompt) is tokenized as the suffix the chat template adds in context (see `ChatFormat`),
+with loss mask 0 and logprob 0. Nothing is ever re-tokenized from decoded text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollout.chat_format import ChatFormat
+from rollout.engine import EngineRequestError
+from rollout.trajectory import Trajectory, TurnRecord
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+
+
+@dataclass
+class EpisodeConfig:
+    """Limits and formats for one episode.
+
+    `max_response_tokens` is the budget for everything after the prompt (generated + env tokens), i.e.
+    verl's `response_length`. `max_new_tokens` caps one turn (None: the rest of the budget).
+    """
+
+    max_turns: int = 64
+    max_prompt_tokens: int | None = None
+    max_response_tokens: int = 2048
+    max_new_tokens: int | None = 256
+    tool_call_format: str | None = None
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    engine_retries: int = 2
+    engine_timeout: float | None = None
+    retry_backoff: float = 0.5
+    strip_think_from_action: bool = True
+
+
+class EpisodeFailed(Exception):
+    """The episode cannot go on (engine kept failing, prompt too long, env raised)."""
+
+
+async def run_episode(
+    env: Any,
+    engine: Any,
+    tokenizer: Any,
+    *,
+    seed: int | None = None,
+    sampling_params: dict[str, Any] | None = None,
+    config: EpisodeConfig | None = None,
+    request_id: str | None = None,
+    env_id: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> Trajectory:
+    """Play one episode of `env` with `engine`; never raises for engine/env trouble (see `failed`)."""
+    cfg = config or EpisodeConfig()
+    rid = request_id or uuid.uuid4().hex
+    t_start = time.perf_counter()
+    timing = {"generate_s": 0.0, "env_s": 0.0, "tokenize_s": 0.0}
+    traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed)
+    counters = {"engine_retries": 0}
+    try:
+        t0 = time.perf_counter()
+        messages, _ = env.reset(seed=seed, options=options)
+        timing["env_s"] += time.perf_counter() - t0
+        tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
+        fmt = ChatFormat(tokenizer, tools, cfg.chat_template_kwargs, cfg.tool_call_format)
+        traj.messages, traj.tools = list(messages), tools
+        t0 = time.perf_counter()
+        traj.prompt_ids = fmt.prompt_ids(messages)
+        timing["tokenize_s"] += time.perf_counter() - t0
+        if cfg.max_prompt_tokens is not None and len(traj.prompt_ids) > cfg.max_prompt_tokens:
+            raise EpisodeFailed(f"prompt_too_long: {len(traj.prompt_ids)} > {cfg.max_prompt_tokens} tokens")
+        await _play(env, engine, fmt, traj, cfg, dict(sampling_params or {}), rid, timing, counters)
+    except EpisodeFailed as exc:
+        traj.failed, traj.termination, traj.error = True, "failed", str(exc)
+    except Exception as exc:  # env or template trouble: this episode is lost, the batch goes on
+        traj.failed, traj.termination, traj.error = True, "failed", f"{type(exc).__name__}: {exc}"
+    traj.metrics = _metrics(traj, timing, counters, time.perf_counter() - t_start)
+    return traj
+
+
+async def _play(env, engine, fmt: ChatFormat, traj: Trajectory, cfg, sampling, rid, timing, counters) -> None:
+    stop_ids = set(fmt.stop_token_ids)
+    sampling["stop_token_ids"] = sorted(set(sampling.get("stop_token_ids") or ()) | stop_ids)
+    sampling.pop("max_new_tokens", None)
+    response, mask, logprobs = traj.response_ids, traj.loss_mask, traj.logprobs
+    while True:
+        remaining = cfg.max_response_tokens - len(response)
+        if remaining <= 0:
+            traj.termination = "budget"
+            return
+        per_turn = remaining if cfg.max_new_tokens is None else min(cfg.max_new_tokens, remaining)
+        sampling["max_tokens"] = per_turn
+        t0 = time.perf_counter()
+        out = await _generate(engine, rid, traj.prompt_ids + response, sampling, cfg, counters)
+        timing["generate_s"] += time.perf_counter() - t0
+        _copy_global_steps(out, traj.extra_fields)
+        ids = [int(t) for t in out.token_ids][:per_turn]
+        lps = list(out.log_probs) if getattr(out, "log_probs", None) is not None else [0.0] * len(ids)
+        lps = [float(x) for x in lps[: len(ids)]]
+        turn = TurnRecord(start=len(response), end=len(response) + len(ids), stop_reason=out.stop_reason)
+        traj.turns.append(turn)
+        response.extend(ids)
+        mask.extend([1] * len(ids))
+        logprobs.extend(lps)
+
+        closed = bool(ids) and ids[-1] in stop_ids
+        t0 = time.perf_counter()
+        text = fmt.tokenizer.decode(ids[:-1] if closed else ids, skip_special_tokens=False)
+        message, action, parse_errors = _interpret(text, fmt, bool(traj.tools), cfg.strip_think_from_action)
+        timing["tokenize_s"] += time.perf_counter() - t0
+        traj.messages.append(message)
+        turn.parse_errors = parse_errors
+        turn.tool_calls = len(message.get("tool_calls") or ())
+        if not closed:
+            if len(response) >= cfg.max_response_tokens:
+                # The budget ran out mid-turn: the env never sees this half-written action.
+                traj.termination = "budget"
+                return
+            # The per-turn cap cut the turn: close it as the template would, as a context token.
+            response.append(fmt.end_of_turn_id)
+            mask.append(0)
+            logprobs.append(0.0)
+
+        t0 = time.perf_counter()
+        new_messages, reward, terminated, truncated, info = await env.astep(action)
+        timing["env_s"] += time.perf_counter() - t0
+        info = info or {}
+        turn.reward = float(reward)
+        turn.format_error = info.get("format_error")
+        turn.tool_errors = int(info.get("tool_errors") or 0)
+        if "success" in info:
+            traj.success = bool(info["success"])
+        traj.messages.extend(new_messages)
+        if terminated or truncated:
+            traj.termination = "terminated" if terminated else "truncated"
+            return
+        if len(traj.turns) >= cfg.max_turns:
+            traj.termination = "max_turns"
+            return
+        t0 = time.perf_counter()
+        suffix = fmt.suffix_ids(new_messages)
+        timing["tokenize_s"] += time.perf_counter() - t0
+        if len(response) + len(suffix) + 1 > cfg.max_response_tokens:
+            # The env's reply plus one generated token does not fit: stop cleanly, nothing half-appended.
+            traj.termination = "context_overflow"
+            return
+        turn.env_tokens = len(suffix)
+        response.extend(suffix)
+        mask.extend([0] * len(suffix))
+        logprobs.extend([0.0] * len(suffix))
+
+
+def _interpret(text: str, fmt: ChatFormat, has_tools: bool, strip_think: bool) -> tuple[dict, Any, int]:
+    """The assistant message to record, the action for the env, and the number of unreadable calls."""
+    clean = _THINK.sub("", text).strip() if strip_think else text
+    if not has_tools:
+        return {"role": "assistant", "content": text}, clean, 0
+    from tools.calls import parse_tool_calls
+
+    parsed = parse_tool_calls(text, fmt.tool_call_format)
+    if parsed.errors or not parsed.tool_calls:
+        # Unreadable calls go to the env as text: it parses them again and tells the model what was wrong.
+        return {"role": "assistant", "content": text}, clean, len(parsed.errors)
+    calls = [c.to_openai() for c in parsed.tool_calls]
+    message = {"role": "assistant", "content": parsed.content, "tool_calls": calls}
+    content = _THINK.sub("", parsed.content).strip() if strip_think else parsed.content
+    return message, {"role": "assistant", "content": content, "tool_calls": calls}, 0
+
+
+async def _generate(
+    engine, rid: str, prompt_ids: list[int], sampling: dict, cfg: EpisodeConfig, counters: dict
+):
+    last: Exception | None = None
+    for attempt in range(cfg.engine_retries + 1):
+        try:
+            call = engine.generate(rid, prompt_ids=prompt_ids, sampling_params=dict(sampling))
+            if cfg.engine_timeout is not None:
+                return await asyncio.wait_for(call, cfg.engine_timeout)
+            return await call
+        except EngineRequestError as exc:
+            raise EpisodeFailed(f"engine rejected the request: {exc}") from exc
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            last = exc
+            if attempt < cfg.engine_retries:
+                counters["engine_retries"] += 1
+                await asyncio.sleep(cfg.retry_backoff * 2**attempt)
+    kind = "timeout" if isinstance(last, TimeoutError) else type(last).__name__
+    raise EpisodeFailed(f"engine_error ({kind}) after {cfg.engine_retries + 1} attempts: {last}")
+
+
+def _copy_global_steps(out: Any, extra: dict) -> None:
+    """Keep min/max weight versions seen across turns (verl's trainer needs both)."""
+    fields = getattr(out, "extra_fields", None) or {}
+    lo, hi = (
+        fields.get("min_global_steps", fields.get("global_steps")),
+        fields.get("max_global_steps", fields.get("global_steps")),
+    )
+    if lo is not None and extra.get("min_global_steps") is None:
+        extra["min_global_steps"] = lo
+    if hi is not None:
+        extra["max_global_steps"] = hi
+
+
+def _metrics(traj: Trajectory, timing: dict, counters: dict, wall: float) -> dict[str, Any]:
+    turns = traj.turns
+    return {
+        "total_reward": traj.total_reward,
+        "num_turns": len(turns),
+        "tool_calls": sum(t.tool_calls for t in turns),
+        "tool_errors": sum(t.tool_errors for t in turns),
+        "parse_errors": sum(t.parse_errors for t in turns),
+        "format_errors": sum(t.format_error is not None for t in turns),
+        "turns_cut": sum(t.stop_reason != "completed" for t in turns),
+        "generated_tokens": sum(traj.loss_mask),
+        "env_tokens": len(traj.response_ids) - sum(traj.loss_mask),
+        "prompt_tokens": len(traj.prompt_ids),
+        "termination": traj.termination,
+        "success": traj.success,
+        "failed": traj.failed,
+        "overflow": traj.termination in ("context_overflow", "budget"),
+        "engine_retries": counters["engine_retries"],
+        "wall_s": wall,
+        **timing,
+    }

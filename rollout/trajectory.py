@@ -1,0 +1,115 @@
+"""Trajectory: one episode as the trainer sees it (token-exact) plus the conversation for people."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class TurnRecord:
+    """One assistant turn: where its tokens sit in the response and what the env made of it."""
+
+    start: int  # index in response_ids of the turn's first generated token
+    end: int  # one past its last generated token; the reward sits at end - 1
+    reward: float = 0.0
+    stop_reason: str | None = None
+    tool_calls: int = 0
+    tool_errors: int = 0
+    parse_errors: int = 0
+    format_error: str | None = None
+    env_tokens: int = 0  # tokens of the env segment appended after this turn
+
+
+@dataclass
+class Trajectory:
+    """Token-exact record of one episode.
+
+    `prompt_ids + response_ids` is exactly the sequence the model saw; `loss_mask` is 1 on generated
+    tokens and 0 on env/tool/user tokens (whose `logprobs` are 0). `rewards[i]` belongs to
+    `turns[i]` and sits on its last generated token (`reward_positions`). `messages` is the whole
+    conversation as the chat template sees it; messages the env sent after the last generated turn
+    (the closing feedback) are in `messages` but not in the tokens.
+    """
+
+    prompt_ids: list[int]
+    response_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)
+    tools: list[dict] = field(default_factory=list)
+    turns: list[TurnRecord] = field(default_factory=list)
+    env_id: str | None = None
+    seed: int | None = None
+    group: str | None = None
+    termination: str = "running"  # terminated | truncated | max_turns | budget | context_overflow | failed
+    success: bool | None = None
+    failed: bool = False
+    error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    extra_fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rewards(self) -> list[float]:
+        """Per-turn rewards, in turn order."""
+        return [t.reward for t in self.turns]
+
+    @property
+    def reward_positions(self) -> list[int]:
+        """Index in `response_ids` of each turn's last generated token."""
+        return [max(t.end - 1, 0) for t in self.turns]
+
+    @property
+    def total_reward(self) -> float:
+        """Sum of the per-turn rewards (the episode return)."""
+        return float(sum(self.rewards))
+
+    @property
+    def num_turns(self) -> int:
+        """Assistant turns generated."""
+        return len(self.turns)
+
+    @property
+    def overflowed(self) -> bool:
+        """True when the episode stopped because the token budget could not hold the next segment."""
+        return self.termination in ("context_overflow", "budget")
+
+    def token_rewards(self) -> list[float]:
+        """A reward per response token: each turn's reward on its last generated token (rm_scores)."""
+        out = [0.0] * len(self.response_ids)
+        for pos, r in zip(self.reward_positions, self.rewards, strict=True):
+            if out:
+                out[pos] += r
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (turns as dicts, derived rewards included for readers)."""
+        d = asdict(self)
+        d["rewards"] = self.rewards
+        d["total_reward"] = self.total_reward
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
+        """Inverse of `to_dict`."""
+        d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        d["turns"] = [TurnRecord(**t) for t in d.get("turns", [])]
+        return cls(**d)
+
+    def to_json(self) -> str:
+        """One JSON line."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def save_jsonl(trajectories: list[Trajectory], path: str) -> None:
+    """Write trajectories one per line."""
+    with open(path, "w", encoding="utf-8") as f:
+        for t in trajectories:
+            f.write(t.to_json() + "\n")
+
+
+def load_jsonl(path: str) -> list[Trajectory]:
+    """Read trajectories written by `save_jsonl`."""
+    with open(path, encoding="utf-8") as f:
+        return [Trajectory.from_dict(json.loads(line)) for line in f if line.strip()]
