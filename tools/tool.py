@@ -84,11 +84,12 @@ class Tool:
             return ToolResult.error(f"tool `{self.name}`: invalid arguments: {_exc_text(exc)}")
         if isinstance(parsed, str):
             return ToolResult.error(f"tool `{self.name}`: {parsed}")
+        parsed_args: Any = parsed
         try:
             if self.timeout_s is None:
-                out = await self._guarded_run(parsed, context)
+                out = await self._guarded_run(parsed_args, context)
             else:
-                out = await asyncio.wait_for(self._guarded_run(parsed, context), self.timeout_s)
+                out = await asyncio.wait_for(self._guarded_run(parsed_args, context), self.timeout_s)
         except TimeoutError:
             return ToolResult.error(f"tool `{self.name}` timed out after {self.timeout_s:g}s")
         except asyncio.CancelledError:

@@ -1,0 +1,92 @@
+"""`ToolRegistry`: the tools of one environment, by name, with per-episode forking and cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from tools.result import ToolResult
+from tools.tool import Tool
+
+
+class ToolRegistry:
+    """An ordered set of uniquely named tools."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    @classmethod
+    def from_yaml(cls, path: str) -> ToolRegistry:
+        """Registry of the tools a YAML file lists."""
+        from tools.loading import load_tools
+
+        return cls(load_tools(path))
+
+    def register(self, tool: Tool, *, replace: bool = False) -> Tool:
+        """Add a tool; a second tool with the same name is an error unless `replace`."""
+        if not isinstance(tool, Tool):
+            raise TypeError(f"expected a Tool, got {type(tool).__name__}: {tool!r}")
+        if tool.name in self._tools and not replace:
+            raise ValueError(f"duplicate tool name {tool.name!r}")
+        self._tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called `name`, or None."""
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str) -> Tool:
+        if name not in self._tools:
+            raise KeyError(self._unknown(name))
+        return self._tools[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI schemas of all tools, in order (what a chat template's `tools=` takes)."""
+        return [t.schema for t in self._tools.values()]
+
+    def fork(self) -> ToolRegistry:
+        """Per-episode registry: stateful tools get fresh instances, stateless ones are shared."""
+        return ToolRegistry(t.fork() for t in self._tools.values())
+
+    def _unknown(self, name: str) -> str:
+        available = ", ".join(self._tools) or "(none)"
+        return f"unknown tool `{name}`; available tools: {available}"
+
+    async def call(self, name: str, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
+        """Call a tool by name; an unknown name is an error result, not an exception."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult.error(self._unknown(name))
+        return await tool.call(arguments, context)
+
+    def call_sync(self, name: str, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
+        """Blocking `call`."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult.error(self._unknown(name))
+        return tool.call_sync(arguments, context)
+
+    async def aclose(self) -> None:
+        """Release every tool's per-episode state; errors in one do not stop the others."""
+        results = await asyncio.gather(*(t.aclose() for t in self._tools.values()), return_exceptions=True)
+        del results
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({self.names})"

@@ -1,0 +1,175 @@
+"""`FusionSandbox`: the LocalSandbox interface against a SandboxFusion `/run_code` server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import time
+from typing import Any
+
+from tools.sandbox.result import SandboxResult
+
+_LANG = {"python3": "python", "py": "python", "c++": "cpp", "cxx": "cpp", "sh": "bash", "shell": "bash"}
+
+
+class FusionSandbox:
+    """Client for SandboxFusion (or `python -m tools.sandbox.serve`).
+
+    The request is built with the `sandbox-fusion` client's model and posted as raw JSON so that
+    `memory_limit_MB` (which that model drops) reaches the server. Transport errors are retried;
+    code failures and sandbox errors are returned, never retried.
+    """
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        *,
+        timeout_s: float = 10.0,
+        memory_mb: int = 512,
+        compile_timeout_s: float = 10.0,
+        max_attempts: int = 4,
+        client_timeout_s: float | None = None,
+    ) -> None:
+        self.endpoint = (
+            endpoint or os.environ.get("SANDBOX_FUSION_ENDPOINT") or "http://localhost:8080"
+        ).rstrip("/")
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.compile_timeout_s = compile_timeout_s
+        self.max_attempts = max_attempts
+        self.client_timeout_s = client_timeout_s
+
+    def _body(self, code, language, timeout_s, memory_mb, stdin, files, fetch_files) -> dict[str, Any]:
+        from sandbox_fusion.models import RunCodeRequest
+
+        request = RunCodeRequest(
+            code=code,
+            language=_LANG.get(language.lower(), language.lower()),
+            run_timeout=timeout_s if timeout_s is not None else self.timeout_s,
+            compile_timeout=self.compile_timeout_s,
+            stdin=stdin,
+            files={
+                k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
+                for k, v in (files or {}).items()
+            },
+            fetch_files=list(fetch_files or []),
+        )
+        body = request.model_dump() if hasattr(request, "model_dump") else request.dict()
+        body["memory_limit_MB"] = int(memory_mb if memory_mb is not None else self.memory_mb)
+        return body
+
+    def _http_timeout(self, body: dict[str, Any]) -> float:
+        return self.client_timeout_s or body["run_timeout"] + body["compile_timeout"] + 30.0
+
+    def run(
+        self,
+        code: str,
+        language: str = "python",
+        *,
+        timeout_s: float | None = None,
+        memory_mb: int | None = None,
+        stdin: str | None = None,
+        files: dict[str, str | bytes] | None = None,
+        fetch_files: list[str] | None = None,
+    ) -> SandboxResult:
+        """Run `code` on the server; never raises."""
+        import httpx
+
+        try:
+            body = self._body(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+        except Exception as exc:
+            return SandboxResult("sandbox_error", message=f"bad request: {exc}")
+        start = time.perf_counter()
+        last: Exception | None = None
+        with httpx.Client(timeout=self._http_timeout(body)) as client:
+            for attempt in range(self.max_attempts):
+                try:
+                    response = client.post(f"{self.endpoint}/run_code", json=body)
+                    return from_fusion(response.status_code, response.text, time.perf_counter() - start)
+                except httpx.TransportError as exc:
+                    last = exc
+                    time.sleep(min(0.2 * 2**attempt, 2.0))
+        return SandboxResult(
+            "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
+        )
+
+    async def arun(
+        self,
+        code: str,
+        language: str = "python",
+        *,
+        timeout_s: float | None = None,
+        memory_mb: int | None = None,
+        stdin: str | None = None,
+        files: dict[str, str | bytes] | None = None,
+        fetch_files: list[str] | None = None,
+    ) -> SandboxResult:
+        """Async twin of `run`."""
+        import httpx
+
+        try:
+            body = self._body(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+        except Exception as exc:
+            return SandboxResult("sandbox_error", message=f"bad request: {exc}")
+        start = time.perf_counter()
+        last: Exception | None = None
+        async with httpx.AsyncClient(timeout=self._http_timeout(body)) as client:
+            for attempt in range(self.max_attempts):
+                try:
+                    response = await client.post(f"{self.endpoint}/run_code", json=body)
+                    return from_fusion(response.status_code, response.text, time.perf_counter() - start)
+                except httpx.TransportError as exc:
+                    last = exc
+                    await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
+        return SandboxResult(
+            "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
+        )
+
+
+def from_fusion(http_status: int, text: str, duration_s: float) -> SandboxResult:
+    """Map a SandboxFusion `/run_code` response to a SandboxResult."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return SandboxResult(
+            "sandbox_error", message=f"server answered HTTP {http_status} with non-JSON: {text[:200]}"
+        )
+    if http_status != 200 or not isinstance(data, dict) or "status" not in data:
+        detail = data.get("message") or data.get("detail") if isinstance(data, dict) else data
+        return SandboxResult("sandbox_error", message=f"server answered HTTP {http_status}: {detail}")
+    files = {k: base64.b64decode(v) for k, v in (data.get("files") or {}).items() if v is not None}
+    if data["status"] == "SandboxError":
+        return SandboxResult("sandbox_error", message=data.get("message") or "sandbox error", files=files)
+    comp, run = data.get("compile_result"), data.get("run_result")
+    compile_output = ""
+    if comp:
+        compile_output = (comp.get("stdout") or "") + (comp.get("stderr") or "")
+        if comp.get("status") != "Finished" or comp.get("return_code") not in (0, None):
+            why = "compile timed out" if comp.get("status") == "TimeLimitExceeded" else "compilation failed"
+            return SandboxResult(
+                "compile_error",
+                exit_code=comp.get("return_code"),
+                duration_s=duration_s,
+                message=why,
+                compile_output=compile_output,
+                files=files,
+            )
+    run = run or {}
+    result = SandboxResult(
+        "ok",
+        stdout=run.get("stdout") or "",
+        stderr=run.get("stderr") or "",
+        exit_code=run.get("return_code"),
+        duration_s=duration_s,
+        compile_output=compile_output,
+        files=files,
+    )
+    if run.get("status") == "TimeLimitExceeded":
+        result.status, result.message = "timeout", data.get("message") or "time limit exceeded"
+    elif run.get("status") == "Error" or result.exit_code not in (0, None) or data["status"] == "Failed":
+        result.status = "error"
+        result.message = data.get("message") or f"exited with code {result.exit_code}"
+    return result
