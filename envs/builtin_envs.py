@@ -51,3 +51,11 @@ register(
     description="Three in a row against a built-in opponent (random, heuristic or perfect).",
     max_turns=10,
 )
+
+register(
+    "code-sandbox-v0",
+    "envs.code.code_sandbox:CodeSandboxEnv",
+    category="code",
+    description="Solve a programming problem: test code with `python`, submit against hidden tests in a sandbox.",
+    max_turns=12,
+)

@@ -1,0 +1,1 @@
+"""Code envs: write a program, test it in a sandbox, submit it against hidden tests."""

@@ -1,0 +1,239 @@
+"""code-sandbox-v0: solve a programming problem, test code with `python`, submit against hidden tests."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envs.assistant_turn import AssistantTurn
+from envs.code.problems import CodeProblem, bundled_problems, load_problems
+from envs.messages import system, user
+from envs.run_sync import run_sync
+from envs.step_result import StepResult
+from envs.text_env import TextEnv
+
+_CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+@dataclass
+class SubmissionOutcome:
+    """What grading a submission gives the episode: the message, the reward and info."""
+
+    text: str
+    reward: float
+    info: dict[str, Any]
+
+
+class CodeSandboxEnv(TextEnv):
+    """A problem with visible examples; `python` runs code (at most `max_runs` times), `submit` ends it.
+
+    The submission runs against the hidden tests in one sandbox run; the reward is the fraction passed
+    (`binary_reward=True`: 1 only when all pass). `failed_run_penalty` is subtracted for each `python`
+    run that fails. Hidden tests never appear in the conversation: the agent learns only how many
+    passed and the kinds of failure. A reply without tool calls whose text holds a ```python block is
+    taken as a submission too (`submit_code_blocks=False` turns this off).
+
+    Problems: the bundled set (65 problems in tiers easy/medium/hard; `tier=` restricts it) or a JSONL
+    file of your own (`problems="path.jsonl"`, lines with `prompt`, `tests`, optional `reference`).
+    Sandbox: `LocalSandbox` by default; `sandbox="fusion"` with `sandbox_endpoint=` uses a
+    SandboxFusion server; any object with `arun(code, language, **kw)` also works.
+    `reset(options={"problem_id": ...})` or `{"index": i}` picks a problem; `{"tier": ...}` a tier.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    action_help = "Call `python` to test code or `submit` with your complete solution."
+    system_prompt = (
+        "You are an expert Python programmer. Solve the problem. You may test code with the `python` tool; "
+        "when you are confident, call `submit` with your complete solution."
+    )
+
+    def __init__(
+        self,
+        *,
+        problems: str | Path | list[CodeProblem] | None = None,
+        tier: str | None = None,
+        max_runs: int = 8,
+        binary_reward: bool = False,
+        failed_run_penalty: float = 0.0,
+        per_test_timeout_s: float = 4.0,
+        run_timeout_s: float = 10.0,
+        memory_mb: int = 512,
+        sandbox: Any = "local",
+        sandbox_endpoint: str | None = None,
+        submit_code_blocks: bool = True,
+        tools=None,
+        render_mode: str | None = None,
+    ):
+        super().__init__(tools=tools, render_mode=render_mode)
+        if isinstance(problems, str | Path):
+            problems = load_problems(problems)
+        self.problems: list[CodeProblem] = (
+            list(problems) if problems is not None else list(bundled_problems())
+        )
+        if tier is not None and tier not in {p.tier for p in self.problems}:
+            raise ValueError(
+                f"CodeSandboxEnv: no problems of tier {tier!r}; tiers here: {sorted({p.tier for p in self.problems})}"
+            )
+        if failed_run_penalty < 0:
+            raise ValueError(f"failed_run_penalty must be >= 0 (it is subtracted), got {failed_run_penalty}")
+        self.tier = tier
+        self.max_runs = max_runs
+        self.binary_reward = binary_reward
+        self.failed_run_penalty = failed_run_penalty
+        self.per_test_timeout_s = per_test_timeout_s
+        self.run_timeout_s = run_timeout_s
+        self.memory_mb = memory_mb
+        self.submit_code_blocks = submit_code_blocks
+        self._sandbox_arg, self._sandbox_endpoint = sandbox, sandbox_endpoint
+        self._sandbox: Any = None
+        if sandbox not in ("local", "fusion") and not callable(getattr(sandbox, "arun", None)):
+            raise ValueError("sandbox must be 'local', 'fusion' or an object with an async `arun` method")
+        if sandbox == "fusion" and not sandbox_endpoint:
+            raise ValueError("sandbox='fusion' needs sandbox_endpoint='http://host:port'")
+        self.problem: CodeProblem | None = None
+        self.runs_used = 0
+
+    # ----- sandbox and tools ---------------------------------------------------------------------
+    @property
+    def sandbox(self) -> Any:
+        """The sandbox that runs `python` calls and grades submissions (built on first use)."""
+        if self._sandbox is None:
+            if self._sandbox_arg == "local":
+                from tools.sandbox import LocalSandbox
+
+                self._sandbox = LocalSandbox(timeout_s=self.run_timeout_s, memory_mb=self.memory_mb)
+            elif self._sandbox_arg == "fusion":
+                from tools.sandbox import FusionSandbox
+
+                self._sandbox = FusionSandbox(
+                    self._sandbox_endpoint, timeout_s=self.run_timeout_s, memory_mb=self.memory_mb
+                )
+            else:
+                self._sandbox = self._sandbox_arg
+        return self._sandbox
+
+    def own_tools(self):
+        """`python` (budgeted) and `submit`."""
+        from envs.code.code_tools import BudgetedPython, SubmitSolution
+
+        return [BudgetedPython(_LazySandbox(self), self.run_timeout_s), SubmitSolution()]
+
+    @property
+    def runs_left(self) -> int:
+        """`python` runs left in this episode."""
+        return max(0, self.max_runs - self.runs_used)
+
+    # ----- episodes ------------------------------------------------------------------------------
+    def _pick(self, options: dict[str, Any]) -> CodeProblem:
+        if "problem_id" in options:
+            wanted = options.pop("problem_id")
+            for p in self.problems:
+                if p.id == wanted:
+                    return p
+            raise ValueError(f"CodeSandboxEnv: no problem with id {wanted!r}")
+        if "index" in options:
+            return self.problems[int(options.pop("index")) % len(self.problems)]
+        tier = options.pop("tier", self.tier)
+        pool = [p for p in self.problems if tier is None or p.tier == tier]
+        if not pool:
+            raise ValueError(f"CodeSandboxEnv: no problems of tier {tier!r}")
+        return pool[int(self.np_random.integers(len(pool)))]
+
+    def _reset(self, options: dict[str, Any]):
+        self.problem = self._pick(options)
+        self.runs_used = 0
+        return [system(self.system_prompt), user(self.render_problem(self.problem))], {
+            "problem_id": self.problem.id,
+            "tier": self.problem.tier,
+            "max_runs": self.max_runs,
+            "hidden_tests": len(self.problem.tests),
+        }
+
+    def render_problem(self, problem: CodeProblem) -> str:
+        """The opening message: statement, visible examples and how to work (never the hidden tests)."""
+        parts = [problem.prompt.strip()]
+        if problem.examples:
+            shown = []
+            for ex in problem.examples:
+                if isinstance(ex, dict):
+                    shown.append(f"Input:\n{ex['input'].rstrip()}\nOutput:\n{ex['output'].rstrip()}")
+                else:
+                    shown.append(ex)
+            parts.append(
+                "Examples:\n" + "\n".join(shown)
+                if not problem.is_program
+                else "Examples:\n\n" + "\n\n".join(shown)
+            )
+        parts.append(
+            f"You may run code with the `python` tool (up to {self.max_runs} runs). When you are done, call "
+            f"`submit` with your complete solution; it is run against {len(problem.tests)} hidden tests."
+        )
+        return "\n\n".join(parts)
+
+    def _respond(self, turn: AssistantTurn) -> StepResult:
+        code = self._code_in(turn.content)
+        if code is None:
+            return self._nudge()
+        return self._as_step(run_sync(self.agrade_submission(code)))
+
+    async def _arespond(self, turn: AssistantTurn) -> StepResult:
+        code = self._code_in(turn.content)
+        if code is None:
+            return self._nudge()
+        return self._as_step(await self.agrade_submission(code))
+
+    def _code_in(self, text: str) -> str | None:
+        if not self.submit_code_blocks:
+            return None
+        blocks = [b for b in _CODE_BLOCK.findall(text) if b.strip()]
+        return blocks[-1] if blocks else None
+
+    def _nudge(self) -> StepResult:
+        problem = "no tool call and no ```python code block in the reply"
+        return StepResult(
+            [user(f"Nothing was run or submitted ({problem}). {self.action_help}")],
+            info={"format_error": problem},
+        )
+
+    @staticmethod
+    def _as_step(outcome: SubmissionOutcome) -> StepResult:
+        return StepResult([user(outcome.text)], outcome.reward, terminated=True, info=dict(outcome.info))
+
+    async def agrade_submission(self, code: str) -> SubmissionOutcome:
+        """Run `code` against the hidden tests; the outcome's reward follows the env's options."""
+        from envs.code.grader import grade
+
+        report = await grade(self.sandbox, self.problem, code, per_test_s=self.per_test_timeout_s)
+        all_passed = report.passed == report.total
+        reward = (1.0 if all_passed else 0.0) if self.binary_reward else report.fraction
+        info = {
+            "success": all_passed,
+            "tests_passed": report.passed,
+            "tests_total": report.total,
+            "pass_rate": report.fraction,
+            "python_runs": self.runs_used,
+        }
+        return SubmissionOutcome(report.summary(), reward, info)
+
+    def expert_action(self) -> str:
+        """Submit the reference solution."""
+        if self.problem is None or self.problem.reference is None:
+            raise NotImplementedError(
+                "this problem has no reference solution, so there is no scripted expert"
+            )
+        import json
+
+        call = {"name": "submit", "arguments": {"code": self.problem.reference}}
+        return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+
+class _LazySandbox:
+    """Defers building the env's sandbox until the first `python` call."""
+
+    def __init__(self, env: CodeSandboxEnv):
+        self._env = env
+
+    async def arun(self, code: str, language: str = "python", **kwargs: Any):
+        return await self._env.sandbox.arun(code, language, **kwargs)
