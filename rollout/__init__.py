@@ -23,13 +23,31 @@ _EXPORTS = {
     "collect": "rollout.collect",
     "to_dataproto": "rollout.dataproto",
     "TurnGymAgentLoop": "rollout.agent_loop",
+    "summarize": "rollout.collect",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ChatFormat",
+    "Engine",
+    "EngineError",
+    "EpisodeConfig",
+    "Generation",
+    "HFEngine",
+    "SGLangEngine",
+    "SamplingParams",
+    "ScriptedEngine",
+    "Trajectory",
+    "TurnGymAgentLoop",
+    "collect",
+    "run_episode",
+    "summarize",
+    "to_dataproto",
+]
 
 if TYPE_CHECKING:
+    from rollout.agent_loop import TurnGymAgentLoop
     from rollout.chat_format import ChatFormat
-    from rollout.collect import collect
+    from rollout.collect import collect, summarize
     from rollout.dataproto import to_dataproto
     from rollout.engine import Engine, EngineError, Generation, SamplingParams
     from rollout.episode import EpisodeConfig, run_episode

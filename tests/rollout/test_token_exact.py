@@ -15,7 +15,27 @@ from rollout.chat_format import ChatFormat
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
 
-WORDS = ["guess", "higher", "lower", "number", "the", "is", "a", "correct", "try", "again", "result", "café", "naïve", "42", "7", "-3", "{x}", "[y]", "ok"]
+WORDS = [
+    "guess",
+    "higher",
+    "lower",
+    "number",
+    "the",
+    "is",
+    "a",
+    "correct",
+    "try",
+    "again",
+    "result",
+    "café",
+    "naïve",
+    "42",
+    "7",
+    "-3",
+    "{x}",
+    "[y]",
+    "ok",
+]
 TOOLS = [
     {
         "type": "function",

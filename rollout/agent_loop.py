@@ -1,0 +1,146 @@
+"""TurnGymAgentLoop: the turngym episode runner as a verl agent loop (registered as "turngym").
+
+verl instantiates it per sample (through `rollout/agent_loop.yaml` given as
+`actor_rollout_ref.rollout.agent.agent_loop_config_path`, or `@register` when this module is
+imported) and calls `run(sampling_params, **row)` with the dataset row's non-tensor columns. The row's
+`extra_info` names the episode: `{"env_id": str, "seed": int, "env_kwargs": dict | JSON str}`.
+The engine is verl's server manager; the episode logic is `rollout.episode.run_episode`, shared with
+`rollout.collect`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from rollout.episode import EpisodeConfig, run_episode
+
+AGENT_NAME = "turngym"
+
+
+def episode_spec(kwargs: dict[str, Any]) -> tuple[str, int | None, dict[str, Any]]:
+    """(env_id, seed, env_kwargs) from a dataset row's columns (`extra_info` or top-level keys)."""
+    extra = kwargs.get("extra_info") or {}
+    if isinstance(extra, str):
+        extra = json.loads(extra)
+    env_id = extra.get("env_id", kwargs.get("env_id"))
+    if not env_id:
+        raise ValueError("dataset row has no env_id (expected extra_info.env_id)")
+    seed = extra.get("seed", kwargs.get("seed"))
+    env_kwargs = extra.get("env_kwargs", kwargs.get("env_kwargs")) or {}
+    if isinstance(env_kwargs, str):
+        env_kwargs = json.loads(env_kwargs) if env_kwargs.strip() else {}
+    # Parquet stores dicts as structs with the union of all rows' keys; absent keys come back as None.
+    env_kwargs = {k: v for k, v in dict(env_kwargs).items() if v is not None}
+    return str(env_id), None if seed is None else int(seed), env_kwargs
+
+
+@register(AGENT_NAME)
+class TurnGymAgentLoop(AgentLoopBase):
+    """Multi-turn env episodes under verl; per-turn rewards in `extra_fields`, their sum as reward."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        rc = self.rollout_config
+        multi_turn = rc.get("multi_turn", {}) or {}
+        max_turns = multi_turn.get("max_assistant_turns") or 64
+        self.episode_config = EpisodeConfig(
+            max_turns=int(max_turns),
+            max_prompt_tokens=int(rc.prompt_length),
+            max_response_tokens=int(rc.response_length),
+            max_new_tokens=None,
+            chat_template_kwargs=dict(self.apply_chat_template_kwargs or {}),
+            tool_call_format=multi_turn.get("format")
+            if multi_turn.get("format") not in (None, "hermes")
+            else None,
+        )
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """Play the row's episode with verl's server manager as the engine."""
+        import envs
+
+        env_id, seed, env_kwargs = episode_spec(kwargs)
+        env = None
+        try:
+            env = envs.make(env_id, **env_kwargs)
+            traj = await run_episode(
+                env,
+                self.server_manager,
+                self.tokenizer,
+                seed=seed,
+                sampling_params=sampling_params,
+                config=self.episode_config,
+                request_id=uuid.uuid4().hex,
+                env_id=env_id,
+            )
+        except Exception as exc:  # a bad row or env id fails this sample, not the batch
+            from rollout.trajectory import Trajectory
+
+            traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed, failed=True, termination="failed")
+            traj.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if env is not None:
+                try:
+                    env.close()
+                except Exception:
+                    pass
+        return trajectory_to_output(traj, self.tokenizer, self.episode_config.max_prompt_tokens)
+
+
+def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | None) -> AgentLoopOutput:
+    """An AgentLoopOutput for verl; a failed episode becomes a masked-out placeholder flagged in extras."""
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    m = traj.metrics or {}
+    extra: dict[str, Any] = dict(traj.extra_fields)
+    extra.update(
+        {
+            "turn_scores": list(traj.rewards),
+            "turn_reward_positions": list(traj.reward_positions),
+            "turngym_failed": bool(traj.failed),
+            "turngym_error": traj.error,
+            "turngym_termination": traj.termination,
+            "env_id": traj.env_id,
+            "reward_extra_info": {
+                "success": float(bool(traj.success)),
+                "turns": float(traj.num_turns),
+                "episode_failed": float(traj.failed),
+                "overflow": float(bool(m.get("overflow", False))),
+            },
+        }
+    )
+    metrics = AgentLoopMetrics(
+        generate_sequences=float(m.get("generate_s", 0.0)), tool_calls=float(m.get("env_s", 0.0))
+    )
+    if traj.failed:
+        prompt = list(traj.prompt_ids or [pad])
+        if max_prompt_tokens is not None:
+            prompt = prompt[-max_prompt_tokens:]
+        # Loss mask 0 everywhere: the sample carries no gradient; trainers may also drop it by the flag.
+        return AgentLoopOutput(
+            prompt_ids=prompt,
+            response_ids=[pad],
+            response_mask=[0],
+            response_logprobs=[0.0],
+            reward_score=0.0,
+            num_turns=0,
+            metrics=metrics,
+            extra_fields=extra,
+        )
+    response = list(traj.response_ids) or [pad]
+    mask = list(traj.loss_mask) or [0]
+    logprobs = list(traj.logprobs) or [0.0]
+    return AgentLoopOutput(
+        prompt_ids=list(traj.prompt_ids),
+        response_ids=response,
+        response_mask=mask,
+        response_logprobs=logprobs,
+        # verl puts reward_score on the last response token; GRPO sums token rewards, so the episode
+        # return there equals per-turn placement for outcome advantages. Per-turn values: extra_fields.
+        reward_score=float(traj.total_reward),
+        num_turns=len(traj.messages),
+        metrics=metrics,
+        extra_fields=extra,
+    )

@@ -1,0 +1,97 @@
+"""The verl agent loop: registered by YAML, driven by verl's own AgentLoopWorker (no Ray), HFEngine behind."""
+
+import asyncio
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rollout.agent_loop import episode_spec
+
+YAML = Path(__file__).resolve().parents[2] / "rollout" / "agent_loop.yaml"
+
+
+def test_episode_spec_reads_extra_info_and_json_kwargs():
+    assert episode_spec({"extra_info": {"env_id": "x", "seed": 3, "env_kwargs": {"a": 1, "b": None}}}) == (
+        "x",
+        3,
+        {"a": 1},
+    )
+    assert episode_spec(
+        {"extra_info": {"env_id": "x", "seed": np.int64(2), "env_kwargs": '{"d": "easy"}'}}
+    ) == ("x", 2, {"d": "easy"})
+    with pytest.raises(ValueError, match="env_id"):
+        episode_spec({"extra_info": {}})
+
+
+@pytest.mark.slow
+def test_verl_agent_loop_worker_runs_turngym_rows(model_path):
+    import torch
+    import verl
+    from hydra import compose, initialize_config_dir
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    from rollout.hf_engine import HFEngine
+
+    cfg_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    with initialize_config_dir(config_dir=cfg_dir, version_base=None):
+        cfg = compose(
+            "ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={model_path}",
+                "actor_rollout_ref.rollout.prompt_length=512",
+                "actor_rollout_ref.rollout.response_length=192",
+                f"actor_rollout_ref.rollout.agent.agent_loop_config_path={YAML}",
+                "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
+                "actor_rollout_ref.rollout.name=sglang",
+            ],
+        )
+    engine = HFEngine(model_path)
+
+    class Client:  # verl's server-manager signature (extra keyword arguments) over HFEngine
+        async def generate(self, request_id, *, prompt_ids, sampling_params, **_):
+            return await engine.generate(
+                request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": 16}
+            )
+
+    n = 4
+
+    def col(values):
+        a = np.empty(n, dtype=object)
+        a[:] = values
+        return a
+
+    rows = [
+        {"env_id": "guess-number-v0", "seed": i // 2, "env_kwargs": {"difficulty": "easy"}, "index": i}
+        for i in range(n)
+    ]
+    rows[3] = {"env_id": "no-such-env-v0", "seed": 0, "index": 3}
+    batch = DataProto.from_dict(
+        tensors={"dummy_tensor": torch.zeros(n, 1, dtype=torch.uint8)},
+        non_tensors={
+            "raw_prompt": col([[{"role": "user", "content": "unused"}]] * n),
+            "agent_name": col(["turngym"] * n),
+            "extra_info": col(rows),
+            "index": col(list(range(n))),
+            "data_source": col(["turngym"] * n),
+        },
+        meta_info={"global_steps": 1},
+    )
+
+    async def run():
+        worker = AgentLoopWorker(cfg, llm_client=Client())
+        return await worker.generate_sequences(batch)
+
+    out = asyncio.run(run())
+    b, nt = out.batch, out.non_tensor_batch
+    assert b["responses"].shape == (n, 192) and b["prompts"].shape == (n, 512)
+    assert list(nt["turngym_failed"]) == [False, False, False, True]
+    assert "no-such-env-v0" in nt["turngym_error"][3]
+    assert b["response_mask"][3].sum() == 0
+    for i in range(3):
+        assert b["rm_scores"][i].sum().item() == pytest.approx(sum(nt["turn_scores"][i]), abs=1e-5)
+        assert b["response_mask"][i].sum() > 0
+        gen = b["response_mask"][i].bool()
+        assert (b["rollout_log_probs"][i][gen] < 0).all() and (b["rollout_log_probs"][i][~gen] == 0).all()

@@ -1,0 +1,146 @@
+"""collect / to_dataproto / failure handling / budget limits, with real envs and real engines."""
+
+import asyncio
+
+import pytest
+
+from rollout.collect import collect, summarize
+from rollout.engine import EngineError
+from rollout.episode import EpisodeConfig, run_episode
+from rollout.scripted_engine import ScriptedEngine
+
+
+def guess_call(n):
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {"name": "guess", "arguments": {"number": n}}}
+        ],
+    }
+
+
+def test_collect_groups_and_dataproto(tokenizer):
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: str(rng.randint(1, 20)))
+    trajs = collect(
+        "guess-number-v0",
+        engine,
+        tokenizer,
+        6,
+        group_size=3,
+        concurrency=4,
+        env_kwargs={"difficulty": "easy"},
+    )
+    assert len(trajs) == 6 and not trajs.failed
+    groups = [t.group for t in trajs]
+    assert len(set(groups)) == 2 and groups[0] == groups[2] != groups[3]
+    assert trajs[0].seed == trajs[1].seed != trajs[3].seed
+    assert trajs[0].prompt_ids == trajs[1].prompt_ids  # same seed -> same opening
+    from rollout.dataproto import to_dataproto
+
+    dp = to_dataproto(trajs, pad_token_id=tokenizer.pad_token_id)
+    b = dp.batch
+    for key in (
+        "prompts",
+        "responses",
+        "response_mask",
+        "attention_mask",
+        "position_ids",
+        "input_ids",
+        "rollout_log_probs",
+        "rm_scores",
+    ):
+        assert key in b.keys()
+    assert list(dp.non_tensor_batch["uid"]) == groups
+    for i, t in enumerate(trajs):
+        k = len(t.response_ids)
+        assert b["responses"][i, :k].tolist() == t.response_ids
+        assert b["response_mask"][i, :k].tolist() == t.loss_mask and b["response_mask"][i, k:].sum() == 0
+        assert b["rm_scores"][i].sum().item() == pytest.approx(t.total_reward, abs=1e-5)
+        nz = b["rm_scores"][i].nonzero().flatten().tolist()
+        assert set(nz) <= set(t.reward_positions)
+        assert b["prompts"][i, -len(t.prompt_ids) :].tolist() == t.prompt_ids
+        assert b["attention_mask"][i].sum().item() == len(t.prompt_ids) + k
+    s = summarize(trajs)
+    assert s["episodes"] == 6 and 0 <= s["success_rate"] <= 1 and s["turns_mean"] >= 1
+
+
+def test_engine_errors_are_retried_then_episode_dropped(tokenizer):
+    flaky = ScriptedEngine(tokenizer, lambda t, r: "5", fail_first=2)
+    cfg = EpisodeConfig(engine_retries=2, retry_backoff=0.0)
+    ok = asyncio.run(
+        run_episode(__import__("envs").make("guess-number-v0"), flaky, tokenizer, seed=0, config=cfg)
+    )
+    assert not ok.failed and ok.metrics["engine_retries"] == 2
+
+    class Down:
+        async def generate(self, request_id, *, prompt_ids, sampling_params):
+            raise EngineError("server down")
+
+    batch = collect(
+        "guess-number-v0", Down(), tokenizer, 3, config=EpisodeConfig(engine_retries=1, retry_backoff=0.0)
+    )
+    assert len(batch) == 0 and len(batch.failed) == 3
+    assert "engine_error" in batch.failed[0].error
+    assert summarize(batch)["failed_episodes"] == 3
+
+
+def test_engine_timeout_counts_as_failure(tokenizer):
+    slow = ScriptedEngine(tokenizer, lambda t, r: "5", latency=5)
+    cfg = EpisodeConfig(engine_retries=0, engine_timeout=0.05)
+    traj = asyncio.run(
+        run_episode(__import__("envs").make("guess-number-v0"), slow, tokenizer, seed=0, config=cfg)
+    )
+    assert traj.failed and "timeout" in traj.error
+
+
+def test_context_overflow_truncates_cleanly(tokenizer):
+    engine = ScriptedEngine(tokenizer, lambda t, r: "I think the number might be " + str(r.randint(1, 100)))
+    cfg = EpisodeConfig(max_response_tokens=60, max_new_tokens=None)
+    traj = asyncio.run(
+        run_episode(__import__("envs").make("guess-number-v0"), engine, tokenizer, seed=1, config=cfg)
+    )
+    assert traj.termination == "context_overflow" and traj.metrics["overflow"]
+    assert len(traj.response_ids) <= 60
+    # The response ends with a whole generated turn: nothing half-appended after it.
+    assert traj.response_ids[-1] in (engine.format.end_of_turn_id,) and traj.loss_mask[-1] == 1
+
+
+def test_per_turn_cap_closes_the_turn_with_a_context_token(tokenizer):
+    engine = ScriptedEngine(tokenizer, lambda t, r: "a long reply that will be cut off before the number 12")
+    cfg = EpisodeConfig(max_new_tokens=4, max_turns=2)
+    traj = asyncio.run(
+        run_episode(__import__("envs").make("guess-number-v0"), engine, tokenizer, seed=1, config=cfg)
+    )
+    t0 = traj.turns[0]
+    assert t0.stop_reason == "length" and t0.end - t0.start == 4
+    assert traj.response_ids[t0.end] == engine.format.end_of_turn_id and traj.loss_mask[t0.end] == 0
+    assert traj.termination == "max_turns" and traj.metrics["turns_cut"] == 2
+
+
+def test_bad_env_id_fails_the_episode_not_the_batch(tokenizer):
+    engine = ScriptedEngine(tokenizer, lambda t, r: "5")
+
+    def broken_env():
+        raise RuntimeError("cannot build")
+
+    batch = collect(broken_env, engine, tokenizer, 2)
+    assert len(batch) == 0 and len(batch.failed) == 2 and "cannot build" in batch.failed[0].error
+
+
+def test_hf_engine_collect_real_model(tokenizer, hf_engine):
+    """The tiny random model plays guess-number with real sampling; logprobs are real and masked right."""
+    trajs = collect(
+        "guess-number-v0",
+        hf_engine,
+        tokenizer,
+        4,
+        group_size=2,
+        sampling_params={"temperature": 1.0},
+        config=EpisodeConfig(max_new_tokens=12, max_response_tokens=200),
+    )
+    assert len(trajs) == 4
+    for t in trajs:
+        gen_lps = [lp for lp, m in zip(t.logprobs, t.loss_mask, strict=True) if m]
+        assert gen_lps and all(lp < 0 for lp in gen_lps)
+        assert t.num_turns >= 1 and len(t.response_ids) <= 200
