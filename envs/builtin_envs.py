@@ -59,3 +59,19 @@ register(
     description="Solve a programming problem: test code with `python`, submit against hidden tests in a sandbox.",
     max_turns=12,
 )
+
+register(
+    "calculator-qa-v0",
+    "envs.tool_use.calculator_qa:CalculatorQAEnv",
+    category="tool-use",
+    description="Exact answers to big-number arithmetic and word problems, with the `calculator` tool.",
+    max_turns=8,
+)
+
+register(
+    "search-qa-v0",
+    "envs.tool_use.search_qa:SearchQAEnv",
+    category="tool-use",
+    description="Answer questions from a bundled fact corpus with `search`; hard ones combine facts with `calculator`.",
+    max_turns=10,
+)
