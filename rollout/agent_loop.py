@@ -10,6 +10,7 @@ The engine is verl's server manager; the episode logic is `rollout.episode.run_e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -83,10 +84,8 @@ class TurnGymAgentLoop(AgentLoopBase):
             traj.error = f"{type(exc).__name__}: {exc}"
         finally:
             if env is not None:
-                try:
+                with contextlib.suppress(Exception):
                     env.close()
-                except Exception:
-                    pass
         return trajectory_to_output(traj, self.tokenizer, self.episode_config.max_prompt_tokens)
 
 

@@ -50,7 +50,7 @@ def test_collect_groups_and_dataproto(tokenizer):
         "rollout_log_probs",
         "rm_scores",
     ):
-        assert key in b.keys()
+        assert key in b
     assert list(dp.non_tensor_batch["uid"]) == groups
     for i, t in enumerate(trajs):
         k = len(t.response_ids)

@@ -1,0 +1,89 @@
+"""`python -m rollout.view traj.jsonl -o traj.html`: episodes as HTML, trained vs env tokens coloured apart.
+
+Prompt tokens are grey, generated (trained, loss mask 1) tokens green, env/tool/template tokens
+(mask 0) blue; each turn's reward is shown as a badge on the token that carries it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+from typing import Any
+
+from rollout.trajectory import Trajectory, load_jsonl
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}
+.ep{background:#fff;border:1px solid #ddd;border-radius:6px;margin:1em 0;padding:.8em}
+.head{font-weight:600;margin-bottom:.4em}.meta{color:#555;font-size:.9em;margin-bottom:.5em}
+.toks{font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap;word-break:break-all;line-height:1.6}
+.p{color:#888}.g{background:#d8f5d0}.e{background:#dde8fb}
+.r{background:#333;color:#fff;border-radius:3px;padding:0 3px;margin-left:2px;font-size:10px}
+.legend span{padding:0 6px;margin-right:6px}
+"""
+
+
+def _token_pieces(tokenizer: Any, ids: list[int]) -> list[str]:
+    if tokenizer is None:
+        return [f"[{t}]" for t in ids]
+    return [tokenizer.decode([t], skip_special_tokens=False) for t in ids]
+
+
+def render_html(
+    trajectories: list[Trajectory], tokenizer: Any = None, title: str = "turngym trajectories"
+) -> str:
+    """One HTML page for the given trajectories."""
+    out = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style>"]
+    out.append(f"<h1>{html.escape(title)}</h1>")
+    out.append("<div class='legend'><span class='p'>prompt</span><span class='g'>generated (trained)</span>")
+    out.append(
+        "<span class='e'>env / tool / template (not trained)</span><span class='r'>reward</span></div>"
+    )
+    for k, t in enumerate(trajectories):
+        rewards = dict(zip(t.reward_positions, t.rewards, strict=True))
+        out.append("<div class='ep'>")
+        out.append(
+            f"<div class='head'>#{k} {html.escape(str(t.env_id))} seed={t.seed} return={t.total_reward:.3f} "
+            f"turns={t.num_turns} end={html.escape(t.termination)}"
+            + (f" success={t.success}" if t.success is not None else "")
+            + "</div>"
+        )
+        if t.error:
+            out.append(f"<div class='meta'>error: {html.escape(t.error)}</div>")
+        per_turn = ", ".join(f"{r:+.3f}" for r in t.rewards)
+        out.append(
+            f"<div class='meta'>per-turn rewards: [{per_turn}] · group {html.escape(str(t.group))}</div>"
+        )
+        out.append("<div class='toks'>")
+        out.extend(f"<span class='p'>{html.escape(p)}</span>" for p in _token_pieces(tokenizer, t.prompt_ids))
+        for i, (p, m) in enumerate(zip(_token_pieces(tokenizer, t.response_ids), t.loss_mask, strict=True)):
+            badge = f"<span class='r'>{rewards[i]:+.2f}</span>" if i in rewards else ""
+            out.append(f"<span class='{'g' if m else 'e'}'>{html.escape(p)}</span>{badge}")
+        out.append("</div></div>")
+    return "".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Read a trajectories JSONL and write the HTML page."""
+    parser = argparse.ArgumentParser(prog="python -m rollout.view", description=__doc__.split("\n")[0])
+    parser.add_argument("path", help="trajectories JSONL (from rollout.eval --save)")
+    parser.add_argument("-o", "--output", default=None, help="HTML file (default: <path>.html)")
+    parser.add_argument("--tokenizer", default=None, help="tokenizer dir (default: the embedded tiny model)")
+    parser.add_argument("--limit", type=int, default=200, help="at most this many episodes")
+    args = parser.parse_args(argv)
+    from transformers import AutoTokenizer
+
+    tok_path = args.tokenizer
+    if tok_path is None:
+        from trainer.embedded_model import build_embedded_model
+
+        tok_path = build_embedded_model()
+    trajs = load_jsonl(args.path)[: args.limit]
+    out = args.output or args.path.rsplit(".", 1)[0] + ".html"
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(render_html(trajs, AutoTokenizer.from_pretrained(tok_path), title=args.path))
+    print(f"wrote {len(trajs)} episodes to {out}")
+
+
+if __name__ == "__main__":
+    main()
