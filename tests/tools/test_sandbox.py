@@ -17,6 +17,13 @@ from tools.sandbox.isolation import UidSlot, bwrap_path
 MODES = ["bwrap", "none"] if bwrap_path() else ["none"]
 
 
+@pytest.fixture(autouse=True)
+def private_uid_range(monkeypatch):
+    """A uid range of this test process only, so other sandboxes on the machine do not count as leftovers."""
+    monkeypatch.setattr(UidSlot, "BASE", 300_000 + (os.getpid() % 1000) * 64)
+    monkeypatch.setattr(UidSlot, "COUNT", 64)
+
+
 def _live_sandbox_processes() -> list[int]:
     """Non-zombie processes owned by a sandbox uid."""
     found = []

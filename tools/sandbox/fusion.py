@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import threading
 import time
+import weakref
 from typing import Any
 
 from tools.sandbox.result import SandboxResult
@@ -39,6 +41,34 @@ class FusionSandbox:
         self.compile_timeout_s = compile_timeout_s
         self.max_attempts = max_attempts
         self.client_timeout_s = client_timeout_s
+        # Clients are reused: building one costs tens of ms (TLS context), more than a sandbox run.
+        self._client = None
+        self._aclients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def _sync_client(self):
+        import httpx
+
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=None)
+            return self._client
+
+    def _async_client(self):
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        client = self._aclients.get(loop)
+        if client is None:
+            client = self._aclients[loop] = httpx.AsyncClient(timeout=None)
+        return client
+
+    def close(self) -> None:
+        """Close the reusable sync HTTP client."""
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
 
     def _body(self, code, language, timeout_s, memory_mb, stdin, files, fetch_files) -> dict[str, Any]:
         from sandbox_fusion.models import RunCodeRequest
@@ -82,14 +112,16 @@ class FusionSandbox:
             return SandboxResult("sandbox_error", message=f"bad request: {exc}")
         start = time.perf_counter()
         last: Exception | None = None
-        with httpx.Client(timeout=self._http_timeout(body)) as client:
-            for attempt in range(self.max_attempts):
-                try:
-                    response = client.post(f"{self.endpoint}/run_code", json=body)
-                    return from_fusion(response.status_code, response.text, time.perf_counter() - start)
-                except httpx.TransportError as exc:
-                    last = exc
-                    time.sleep(min(0.2 * 2**attempt, 2.0))
+        client = self._sync_client()
+        for attempt in range(self.max_attempts):
+            try:
+                response = client.post(
+                    f"{self.endpoint}/run_code", json=body, timeout=self._http_timeout(body)
+                )
+                return from_fusion(response.status_code, response.text, time.perf_counter() - start)
+            except httpx.TransportError as exc:
+                last = exc
+                time.sleep(min(0.2 * 2**attempt, 2.0))
         return SandboxResult(
             "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
         )
@@ -114,14 +146,16 @@ class FusionSandbox:
             return SandboxResult("sandbox_error", message=f"bad request: {exc}")
         start = time.perf_counter()
         last: Exception | None = None
-        async with httpx.AsyncClient(timeout=self._http_timeout(body)) as client:
-            for attempt in range(self.max_attempts):
-                try:
-                    response = await client.post(f"{self.endpoint}/run_code", json=body)
-                    return from_fusion(response.status_code, response.text, time.perf_counter() - start)
-                except httpx.TransportError as exc:
-                    last = exc
-                    await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
+        client = self._async_client()
+        for attempt in range(self.max_attempts):
+            try:
+                response = await client.post(
+                    f"{self.endpoint}/run_code", json=body, timeout=self._http_timeout(body)
+                )
+                return from_fusion(response.status_code, response.text, time.perf_counter() - start)
+            except httpx.TransportError as exc:
+                last = exc
+                await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
         return SandboxResult(
             "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
         )

@@ -99,9 +99,9 @@ class UidSlot:
             return
         raise RuntimeError(f"all {self.COUNT} sandbox uids are busy")
 
-    def release(self) -> None:
-        """Kill anything still running as this uid, then free it."""
-        if self.uid is not None:
+    def release(self, sweep: bool = True) -> None:
+        """Kill anything still running as this uid (unless the caller knows nothing is), then free it."""
+        if self.uid is not None and sweep:
             kill_uid(self.uid)
         if self._fd is not None:
             os.close(self._fd)
@@ -327,6 +327,8 @@ def run_capped(
     finally:
         kill_group(proc.pid)
         proc.wait()  # SIGKILLed or already exited: returns at once
+        # Always sweep the private uid: a PID namespace's teardown is not finished when bwrap is reaped,
+        # and without bwrap a daemon may have left the process group.
         if uid is not None:
             kill_uid(uid)
         sel.close()
