@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -77,10 +78,8 @@ async def acollect(
             finally:
                 close = getattr(instance, "close", None)
                 if close is not None:
-                    try:
+                    with contextlib.suppress(Exception):  # closing must not lose the trajectory
                         close()
-                    except Exception:  # closing must not lose the trajectory
-                        pass
         traj.group = groups[g]
         if on_episode is not None:
             on_episode(traj)
