@@ -18,9 +18,9 @@ from tools.sandbox.isolation import (
     UidSlot,
     kill_group,
     kill_uid,
-    limiter,
     make_workdir,
     remove_workdir,
+    spawn,
     write_files,
 )
 from tools.sandbox.local import LocalSandbox
@@ -67,22 +67,22 @@ class PythonSession:
         argv = [sb.python, "-I", "-S", "-u", f"{here}/_driver.py", str(sb.max_output_bytes)]
         command, cwd = sb._command(argv, self._workdir)
         limits = Limits(self.session_cpu_s, sb.memory_mb, sb.nproc, sb.fsize_mb, sb.nofile)
-        ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         # bubblewrap's --die-with-parent follows the *thread* that forked it, so spawn from a thread that
         # lives as long as the process does (callers may use short-lived worker threads).
+        env = sb._env(self._workdir)
         self._proc = (
             _spawner()
             .submit(
-                subprocess.Popen,
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                cwd=cwd,
-                env=sb._env(self._workdir),
-                start_new_session=True,
-                preexec_fn=limiter(limits),
-                **ids,
+                lambda: spawn(
+                    command,
+                    cwd=cwd,
+                    env=env,
+                    limits=limits,
+                    uid=uid,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
             )
             .result()
         )
