@@ -28,13 +28,16 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
-def timed(fn, n: int) -> list[float]:
-    fn()  # warm-up
-    out = []
+def timed_interleaved(fns: list, n: int) -> list[list[float]]:
+    """Round-robin over the paths so a change in machine load hits all of them alike."""
+    for fn in fns:
+        fn()  # warm-up
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t) * 1000)
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            out[i].append((time.perf_counter() - t) * 1000)
     return out
 
 
@@ -110,12 +113,12 @@ def main() -> None:
     rows.append(("LocalSandbox uid+rlimits (no bwrap)", lambda: local_plain.run(CODE)))
     rows.append(("/run_code server (FusionSandbox)", lambda: fusion.run(CODE)))
 
-    print(f"latency of print(1+1), {n} runs each, python={python}, cpus={os.cpu_count()}")
+    print(f"latency of print(1+1), {n} runs each (interleaved), python={python}, cpus={os.cpu_count()}")
     print(f"{'path':40s} {'p50 ms':>8s} {'p95 ms':>8s} {'p50 ratio':>10s}")
     base = None
     try:
-        for name, fn in rows:
-            xs = timed(fn, n)
+        samples = timed_interleaved([fn for _, fn in rows], n)
+        for (name, _), xs in zip(rows, samples, strict=True):
             p50, p95 = statistics.median(xs), pct(xs, 0.95)
             base = base or p50
             print(f"{name:40s} {p50:8.1f} {p95:8.1f} {p50 / base:9.2f}x")
