@@ -9,6 +9,8 @@ from omegaconf import DictConfig, OmegaConf
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 PRIMARY_CONFIG = "turngym"
 GROUPS = ("env", "algorithm", "platform")
+# Free-form dicts whose keys the user invents (constructor kwargs).
+OPEN_KEY_PREFIXES = ("env.kwargs.",)
 
 
 class ConfigError(ValueError):
@@ -36,6 +38,8 @@ def _normalize(overrides: list[str]) -> list[str]:
         if key == "model":
             out.append(f"turngym.model={value}")
             continue
+        if key.startswith(OPEN_KEY_PREFIXES) and not override.startswith(("+", "~")):
+            override = "+" + override  # free-form dicts: new keys need no '+' from the user
         if key in GROUPS and value not in group_choices(key):
             raise ConfigError(f"unknown {key} {value!r}; valid choices: {', '.join(group_choices(key))}")
         out.append(override)

@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 # verl metric names the progress line reads.
 REWARD_KEY = "critic/score/mean"
 TURNS_KEY = "num_turns/mean"
@@ -97,3 +99,17 @@ class MetricsLog:
             if kind is None or record.get("kind") == kind:
                 out.append(record)
         return out
+
+
+def episode_successes(extra_fields: list[Any], scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Per-episode success: the rollout's ``success`` flag when it reports one, else score >= threshold."""
+    out = np.asarray(scores, dtype=float) >= threshold
+    for i, fields in enumerate(extra_fields):
+        if not isinstance(fields, dict):
+            continue
+        flag = fields.get("success")
+        if flag is None and isinstance(fields.get("reward_extra_info"), dict):
+            flag = fields["reward_extra_info"].get("success")
+        if flag is not None:
+            out[i] = bool(flag)
+    return out

@@ -49,6 +49,11 @@ def export_cpu_plugin_env() -> dict[str, str]:
         "PYTHONPATH": os.pathsep.join(python_path),
         "TOKENIZERS_PARALLELISM": "false",
         "RAY_DEDUP_LOGS": os.environ.get("RAY_DEDUP_LOGS", "1"),
+        # verl warns in every process about optional engines (megatron, veomni, ...) it cannot import.
+        "PYTHONWARNINGS": ",".join(
+            f"ignore:{name} engine is not available:UserWarning"
+            for name in ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
+        ),
     }
     os.environ.update(values)
     # Hydra's pkg:// search path already imported verl in this process, before these variables

@@ -8,23 +8,12 @@ progress line and a JSONL record per step, and the JSONL trimmed on resume so no
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import ray
 from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-from trainer.progress import SUCCESS_KEY, MetricsLog, progress_line
-
-
-def episode_successes(extra_fields: list[Any], scores: np.ndarray, threshold: float) -> np.ndarray:
-    """Per-episode success: the rollout's ``success`` flag when it reports one, else score >= threshold."""
-    out = np.asarray(scores, dtype=float) >= threshold
-    for i, fields in enumerate(extra_fields):
-        if isinstance(fields, dict) and fields.get("success") is not None:
-            out[i] = bool(fields["success"])
-    return out
+from trainer.progress import SUCCESS_KEY, MetricsLog, episode_successes, progress_line
 
 
 class TurngymTrainer(PPOTrainerSync):

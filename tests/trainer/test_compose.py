@@ -1,0 +1,78 @@
+"""Config composition: every env group and algorithm composes; bad input fails before Ray, naming choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer.compose import ConfigError, compose_config, env_entries, group_choices
+
+ENV_GROUPS = ["text-game", "code-sandbox", "math-tutor", "tool-use"]
+
+
+@pytest.mark.parametrize("group", ENV_GROUPS)
+def test_every_env_group_composes(group):
+    cfg = compose_config([f"env={group}", "trainer.device=cpu"])
+    assert cfg.env.name == group
+    entries = env_entries(cfg)
+    assert entries and all(e["weight"] > 0 for e in entries)
+    assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "turngym"
+
+
+def test_groups_on_disk_are_the_documented_ones():
+    assert set(ENV_GROUPS) <= set(group_choices("env"))
+    assert group_choices("algorithm") == ["grpo", "ppo"]
+
+
+def test_text_game_is_a_weighted_mixture_of_the_games():
+    ids = {e["id"] for e in env_entries(compose_config(["env=text-game", "trainer.device=cpu"]))}
+    assert ids == {"guess-number-v0", "wordle-v0", "maze-v0", "tic-tac-toe-v0"}
+
+
+def test_single_env_id_with_kwargs():
+    cfg = compose_config(["env.id=guess-number-v0", "env.kwargs.difficulty=easy", "trainer.device=cpu"])
+    assert env_entries(cfg) == [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}}]
+    assert cfg.env.name == "guess-number-v0"
+
+
+def test_grpo_is_default_and_ppo_adds_a_critic():
+    grpo = compose_config(["env=text-game", "trainer.device=cpu"])
+    assert grpo.algorithm.adv_estimator == "grpo" and grpo.actor_rollout_ref.rollout.n > 1
+    ppo = compose_config(["env=text-game", "algorithm=ppo", "trainer.device=cpu"])
+    assert ppo.algorithm.adv_estimator == "gae" and ppo.critic.enable is True
+
+
+def test_cpu_forces_the_cpu_platform():
+    cfg = compose_config(["env=text-game", "trainer.device=cpu"])
+    assert cfg.trainer.device == "cpu"
+    assert cfg.actor_rollout_ref.rollout.name == "hf"
+    assert cfg.actor_rollout_ref.actor.strategy == "fsdp2"
+    assert cfg.ray_kwargs.ray_init.num_gpus == cfg.trainer.n_gpus_per_node
+
+
+def test_verl_keys_stay_overridable():
+    cfg = compose_config(
+        ["env=text-game", "trainer.device=cpu", "data.train_batch_size=4", "trainer.save_freq=3"]
+    )
+    assert cfg.data.train_batch_size == 4 and cfg.trainer.save_freq == 3
+
+
+def test_model_shortcut():
+    cfg = compose_config(["env=text-game", "trainer.device=cpu", "model=/models/x"])
+    assert cfg.actor_rollout_ref.model.path == "/models/x"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        (["env=nope"], "text-game"),
+        (["algorithm=dpo"], "grpo, ppo"),
+        (["env.id=guess-numbr-v0"], "guess-number-v0"),
+        (["actor_rollout_ref.actor.no_such_key=1"], "no_such_key"),
+        (["trainer.device=tpu"], "auto, cpu, cuda"),
+        (["notakeyvalue"], "key=value"),
+    ],
+)
+def test_bad_input_is_a_config_error_naming_choices(overrides, needle):
+    with pytest.raises(ConfigError) as info:
+        compose_config(overrides)
+    assert needle in str(info.value)
