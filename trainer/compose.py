@@ -84,8 +84,20 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
     if "trainer.device" not in user_keys:
         final_overrides.append(f"trainer.device={device}")
     cfg = _compose(final_overrides)
+    import_user_modules(list(cfg.turngym.import_modules))
     check_config(cfg)
     return cfg
+
+
+def import_user_modules(modules: list[str]) -> None:
+    """Import ``turngym.import_modules`` (e.g. modules registering custom envs) so checks can see them."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"turngym.import_modules: cannot import {module!r}: {exc}") from exc
 
 
 def check_config(cfg: DictConfig) -> None:

@@ -35,30 +35,38 @@ def agent_loop_config_path() -> Path:
     return path
 
 
-def export_cpu_plugin_env() -> dict[str, str]:
-    """Set (and return) the variables that make every verl process load the CPU plugin."""
+def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
+    """Set (and return) what every verl process needs: PYTHONPATH, verl's external-module hook
+    (the CPU plugin and ``turngym.import_modules``) and, on CPU, ``VERL_PLATFORM=cpu``."""
     modules = [m for m in os.environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m]
-    if CPU_PLUGIN_MODULE not in modules:
-        modules.append(CPU_PLUGIN_MODULE)
+    for module in ([CPU_PLUGIN_MODULE] if cpu else []) + list(import_modules):
+        if module not in modules:
+            modules.append(module)
     python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(REPO_ROOT) not in python_path:
-        python_path.insert(0, str(REPO_ROOT))
-    values = {
-        "VERL_USE_EXTERNAL_MODULES": ",".join(modules),
-        "VERL_PLATFORM": "cpu",
-        "PYTHONPATH": os.pathsep.join(python_path),
-        "TOKENIZERS_PARALLELISM": "false",
-        "RAY_DEDUP_LOGS": os.environ.get("RAY_DEDUP_LOGS", "1"),
-        # verl warns in every process about optional engines (megatron, veomni, ...) it cannot import.
-        "PYTHONWARNINGS": ",".join(
-            f"ignore:{name} engine is not available:UserWarning"
-            for name in ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
-        ),
-    }
+    for extra in (str(Path.cwd()), str(REPO_ROOT)):
+        if extra not in python_path:
+            python_path.insert(0, extra)
+    values = {"PYTHONPATH": os.pathsep.join(python_path)}
+    if modules:
+        values["VERL_USE_EXTERNAL_MODULES"] = ",".join(modules)
+    if cpu:
+        values.update(
+            {
+                "VERL_PLATFORM": "cpu",
+                "TOKENIZERS_PARALLELISM": "false",
+                "RAY_DEDUP_LOGS": os.environ.get("RAY_DEDUP_LOGS", "1"),
+                # verl warns in every process about optional engines (megatron, veomni, ...) it cannot import.
+                "PYTHONWARNINGS": ",".join(
+                    f"ignore:{name} engine is not available:UserWarning"
+                    for name in ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
+                ),
+            }
+        )
     os.environ.update(values)
     # Hydra's pkg:// search path already imported verl in this process, before these variables
-    # existed, so load the plugin here by hand; Ray workers load it through verl's hook.
-    importlib.import_module(CPU_PLUGIN_MODULE)
+    # existed, so import the modules here by hand; Ray workers get them through verl's hook.
+    for module in modules:
+        importlib.import_module(module)
     return values
 
 
@@ -70,13 +78,7 @@ def prepare(cfg: DictConfig) -> DictConfig:
     cfg.turngym.output_dir = str(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    worker_env: dict[str, str] = {"PYTHONPATH": str(REPO_ROOT)}
-    if cfg.trainer.device == "cpu":
-        worker_env.update(export_cpu_plugin_env())
-    else:
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])
-        )
+    worker_env = export_worker_env(cfg.trainer.device == "cpu", list(cfg.turngym.import_modules))
     os.environ.setdefault("TENSORBOARD_DIR", str(out / "tensorboard"))
     worker_env["TENSORBOARD_DIR"] = os.environ["TENSORBOARD_DIR"]
     with open_struct(cfg):

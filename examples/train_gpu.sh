@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Train a real model on GPUs: verl's FSDP2 actors + SGLang rollout (the `gpu` platform, chosen
+# automatically when CUDA is visible). Needs the GPU extra: pip install -e '.[train,gpu]'
+# (verl[sglang]==0.9.1 pins sglang 0.5.12 / torch 2.11; keep it in its own environment).
+#
+#   bash examples/train_gpu.sh /models/Qwen2.5-1.5B-Instruct tool-use
+#
+# Any verl key can be appended, e.g. trainer.logger=[console,wandb] algorithm=ppo.
+set -euo pipefail
+MODEL=${1:?usage: train_gpu.sh <hf model dir> [env group] [overrides...]}
+GROUP=${2:-text-game}
+shift $(( $# >= 2 ? 2 : 1 ))
+python -m trainer.run env="$GROUP" model="$MODEL" \
+  trainer.device=cuda trainer.n_gpus_per_node=8 trainer.nnodes=1 \
+  turngym.warm_start.enable=false \
+  data.train_batch_size=64 actor_rollout_ref.rollout.n=8 \
+  actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.actor.optim.lr=1e-6 \
+  actor_rollout_ref.rollout.tensor_model_parallel_size=1 actor_rollout_ref.rollout.gpu_memory_utilization=0.5 \
+  data.max_prompt_length=4096 data.max_response_length=8192 \
+  trainer.total_training_steps=200 trainer.save_freq=20 trainer.test_freq=10 \
+  "trainer.logger=[console,tensorboard]" "$@"

@@ -1,0 +1,112 @@
+"""End to end on CPU: verl's trainer through `python -m trainer.run`, and resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = [
+    "env.train_episodes=16",
+    "env.val_episodes=4",
+    "data.train_batch_size=4",
+    "actor_rollout_ref.rollout.n=2",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+    "data.max_prompt_length=768",
+    "data.max_response_length=128",
+    "turngym.warm_start.episodes=8",
+    "turngym.warm_start.epochs=1",
+    "trainer.logger=[console]",
+]
+
+
+def _command(out: Path, *overrides: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "trainer.run",
+        "env=text-game",
+        f"turngym.output_dir={out}",
+        *SMALL,
+        *overrides,
+    ]
+
+
+def _train_steps(metrics: Path) -> list[int]:
+    if not metrics.exists():
+        return []
+    steps = []
+    for line in metrics.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("kind") == "train":
+            steps.append(record["step"])
+    return steps
+
+
+def _session_pids(sid: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,sid="], capture_output=True, text=True).stdout
+    return [int(p) for p, s in (line.split() for line in out.splitlines() if line.strip()) if int(s) == sid]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_two_steps_leave_checkpoint_metrics_and_plot(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        _command(out, "trainer.total_training_steps=2", "trainer.test_freq=2"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1100,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+    assert (out / "checkpoints" / "global_step_2" / "actor").is_dir()
+    assert _train_steps(out / "metrics.jsonl") == [1, 2]
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any(r["kind"] == "val" for r in records)
+    assert all(
+        "critic/score/mean" in r and "turngym/success_rate" in r for r in records if r["kind"] == "train"
+    )
+    assert (out / "reward_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert "[turngym] step 2/2 | reward" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_killed_run_resumes_without_losing_or_repeating_steps(tmp_path):
+    out = tmp_path / "run"
+    cmd = _command(out, "trainer.total_training_steps=4", "trainer.save_freq=1", "trainer.test_freq=-1")
+    log = (tmp_path / "first.log").open("w")
+    first = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    ckpt = out / "checkpoints" / "latest_checkpointed_iteration.txt"
+    deadline = time.time() + 1200
+    while time.time() < deadline and first.poll() is None:
+        if ckpt.exists() and ckpt.read_text().strip() == "2" and 2 in _train_steps(out / "metrics.jsonl"):
+            break
+        time.sleep(1)
+    assert first.poll() is None, "the first run ended before it could be killed"
+    sid = os.getsid(first.pid)
+    os.killpg(first.pid, signal.SIGKILL)  # the driver and every Ray process it started
+    first.wait(timeout=60)
+    time.sleep(2)
+    for pid in _session_pids(sid):  # stragglers that left the process group but not the session
+        os.kill(pid, signal.SIGKILL)
+    killed_at = int(ckpt.read_text().strip())
+    assert killed_at < 4
+
+    second = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert f"resuming after step {killed_at}" in second.stdout + second.stderr
+    assert _train_steps(out / "metrics.jsonl") == [1, 2, 3, 4]
+    assert ckpt.read_text().strip() == "4"
