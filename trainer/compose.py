@@ -83,6 +83,8 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
         final_overrides.insert(0, f"platform={'cpu' if device == 'cpu' else 'gpu'}")
     if "trainer.device" not in user_keys:
         final_overrides.append(f"trainer.device={device}")
+    if not first.turngym.model:
+        final_overrides = embedded_model_overrides(user_keys) + final_overrides
     cfg = _compose(final_overrides)
     import_user_modules(list(cfg.turngym.import_modules))
     check_config(cfg)
@@ -122,16 +124,52 @@ def check_config(cfg: DictConfig) -> None:
 
 
 def env_entries(cfg: DictConfig) -> list[dict]:
-    """The episode mixture: ``[{id, weight, kwargs}]`` from env.id or the group's mixture."""
+    """The episode mixture: ``[{id, weight, kwargs}]`` from env.id or the group's mixture.
+
+    ``env.difficulty`` is added to the kwargs of every env that has difficulty levels (games),
+    unless the entry sets its own.
+    """
     if cfg.env.id:
-        return [
+        entries = [
             {"id": str(cfg.env.id), "weight": 1.0, "kwargs": OmegaConf.to_container(cfg.env.kwargs) or {}}
         ]
-    return [
-        {
-            "id": str(e.id),
-            "weight": float(e.get("weight", 1.0)),
-            "kwargs": OmegaConf.to_container(e.get("kwargs", {})),
-        }
-        for e in cfg.env.mixture
-    ]
+    else:
+        entries = [
+            {
+                "id": str(e.id),
+                "weight": float(e.get("weight", 1.0)),
+                "kwargs": OmegaConf.to_container(e.get("kwargs", {})) or {},
+            }
+            for e in cfg.env.mixture
+        ]
+    difficulty = cfg.env.get("difficulty")
+    if difficulty:
+        for entry in entries:
+            if "difficulty" not in entry["kwargs"] and _has_difficulties(entry["id"]):
+                entry["kwargs"]["difficulty"] = str(difficulty)
+    return entries
+
+
+def _has_difficulties(env_id: str) -> bool:
+    import envs
+
+    try:
+        return bool(getattr(envs.spec(env_id).load(), "difficulties", None))
+    except Exception:  # noqa: BLE001 - unknown ids are reported by check_config
+        return False
+
+
+def embedded_model_overrides(user_keys: set[str]) -> list[str]:
+    """Defaults for the embedded tiny model (trainer/config/embedded_model.yaml) the user did not set."""
+    values = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "embedded_model.yaml"))
+    flat: list[str] = []
+
+    def walk(prefix: str, node) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}" if prefix else key, value)
+        elif prefix not in user_keys:
+            flat.append(f"{prefix}={node}")
+
+    walk("", values)
+    return flat
