@@ -2,7 +2,7 @@
 
     python examples/custom_tool.py                      # CPU, embedded tiny model, a few steps
 
-`examples/tools/percent_tools.yaml` points at `percent_of` below; `env.kwargs.tools=<yaml>` adds it
+`examples/configs/percent_tools.yaml` points at `percent_of` below; `env.kwargs.tools=<yaml>` adds it
 to the env's own tools, so the rollout shows its schema to the model and the env runs its calls.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import tools
 
-TOOLS_YAML = Path(__file__).resolve().parent / "tools" / "percent_tools.yaml"
+TOOLS_YAML = Path(__file__).resolve().parent / "configs" / "percent_tools.yaml"
 
 
 @tools.tool
@@ -33,6 +33,8 @@ if __name__ == "__main__":
     defaults = [
         "env.id=calculator-qa-v0",
         f"env.kwargs.tools={TOOLS_YAML}",
+        # makes `examples` importable here and in every worker, wherever this is launched from
+        "turngym.import_modules=[examples.custom_tool]",
         "turngym.output_dir=outputs/custom-tool",
         "trainer.total_training_steps=5",
     ]

@@ -94,7 +94,13 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
 def import_user_modules(modules: list[str]) -> None:
     """Import ``turngym.import_modules`` (e.g. modules registering custom envs) so checks can see them."""
     import importlib
+    import sys
 
+    # Resolved like in the Ray workers (trainer.run puts both on their PYTHONPATH): the working
+    # directory first, then the turngym checkout (for `examples.*`).
+    for root in (str(CONFIG_DIR.parent.parent), str(Path.cwd())):
+        if modules and root not in sys.path:
+            sys.path.insert(0, root)
     for module in modules:
         try:
             importlib.import_module(module)
