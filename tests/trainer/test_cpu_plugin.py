@@ -57,7 +57,10 @@ def test_generate_returns_tokens_and_logprobs_matching_the_model(server):
 
     async def go():
         return await asyncio.gather(
-            *[server.generate(p, {"temperature": 1.0, "max_tokens": 6}, request_id=str(i)) for i, p in enumerate(prompts)]
+            *[
+                server.generate(p, {"temperature": 1.0, "max_tokens": 6}, request_id=str(i))
+                for i, p in enumerate(prompts)
+            ]
         )
 
     outs = asyncio.run(go())
@@ -66,7 +69,9 @@ def test_generate_returns_tokens_and_logprobs_matching_the_model(server):
         ids = torch.tensor([prompt + out.token_ids])
         with torch.no_grad():
             logits = server.model(input_ids=ids).logits[0, len(prompt) - 1 : -1]
-        expected = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(out.token_ids)[:, None]).squeeze(-1)
+        expected = (
+            torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(out.token_ids)[:, None]).squeeze(-1)
+        )
         assert torch.allclose(expected, torch.tensor(out.log_probs), atol=1e-4)
 
 
