@@ -32,7 +32,11 @@ class BareGuessNumber:
         else:
             self.high = guess - 1
             word = "lower"
-        return {"role": "user", "content": f"{guess} is wrong. The number is {word}. {self.left} guesses left."}, 0.0, False
+        return (
+            {"role": "user", "content": f"{guess} is wrong. The number is {word}. {self.left} guesses left."},
+            0.0,
+            False,
+        )
 
     def expert(self) -> str:
         """Binary search."""

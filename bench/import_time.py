@@ -12,8 +12,12 @@ import sys
 
 def cumulative_us(module: str) -> int:
     """Cumulative import time of `module` in a fresh interpreter, in microseconds."""
-    err = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
-                         capture_output=True, text=True, check=True).stderr
+    err = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr
     for line in reversed(err.splitlines()):
         parts = [p.strip() for p in line.split("|")]
         if len(parts) == 3 and parts[2] == module:

@@ -21,8 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     play.add_argument("id", help="env id, e.g. guess-number-v0")
     play.add_argument("--seed", type=int, default=None)
     play.add_argument("--expert", action="store_true", help="let the scripted expert play")
-    play.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                      help="env constructor option, e.g. -o difficulty=hard (values parsed as JSON when possible)")
+    play.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="env constructor option, e.g. -o difficulty=hard (values parsed as JSON when possible)",
+    )
     experts = sub.add_parser("experts", help="evaluate the scripted experts and print a summary table")
     experts.add_argument("--category", default=None, help="only this category (default: all)")
     experts.add_argument("--episodes", type=int, default=20, help="seeds per env and difficulty")
@@ -82,8 +88,11 @@ def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
     messages, info = env.reset(seed=seed)
     print(render_transcript(messages))
     if env.tool_schemas:
-        print("\n(tools: " + ", ".join(t["function"]["name"] for t in env.tool_schemas)
-              + "; call one as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>)")
+        print(
+            "\n(tools: "
+            + ", ".join(t["function"]["name"] for t in env.tool_schemas)
+            + '; call one as <tool_call>{"name": ..., "arguments": {...}}</tool_call>)'
+        )
     total = 0.0
     while True:
         action = ask()
@@ -93,7 +102,10 @@ def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
         messages, reward, terminated, truncated, info = env.step(action)
         total += reward
         print(render_transcript(messages))
-        print(f"  reward {reward:+.3f}  total {total:+.3f}" + (f"  [{info['format_error']}]" if info.get("format_error") else ""))
+        print(
+            f"  reward {reward:+.3f}  total {total:+.3f}"
+            + (f"  [{info['format_error']}]" if info.get("format_error") else "")
+        )
         if terminated or truncated:
             outcome = "success" if info.get("success") else "ended"
             reason = info.get("truncated_reason", "terminated" if terminated else "truncated")

@@ -19,7 +19,9 @@ class ExpertSummary:
     mean_turns: float
 
 
-def evaluate_expert(env_id: str, episodes: int, difficulty: str | None = None, seed: int = 0) -> ExpertSummary:
+def evaluate_expert(
+    env_id: str, episodes: int, difficulty: str | None = None, seed: int = 0
+) -> ExpertSummary:
     """Play `episodes` seeded episodes with the env's scripted expert."""
     kwargs = {"difficulty": difficulty} if difficulty else {}
     env = envs.make(env_id, **kwargs)
@@ -62,6 +64,8 @@ def format_table(summaries: list[ExpertSummary]) -> str:
     header = f"{'env':<22} {'difficulty':<10} {'episodes':>8} {'success':>8} {'return':>8} {'turns':>6}"
     rows = [header, "-" * len(header)]
     for s in summaries:
-        rows.append(f"{s.env_id:<22} {s.difficulty:<10} {s.episodes:>8} {s.success_rate:>8.2f} "
-                    f"{s.mean_return:>8.3f} {s.mean_turns:>6.1f}")
+        rows.append(
+            f"{s.env_id:<22} {s.difficulty:<10} {s.episodes:>8} {s.success_rate:>8.2f} "
+            f"{s.mean_return:>8.3f} {s.mean_turns:>6.1f}"
+        )
     return "\n".join(rows)

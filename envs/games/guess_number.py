@@ -11,7 +11,7 @@ from envs.games.text_game import TextGame
 from envs.messages import system, user
 from envs.step_result import StepResult
 
-_INTEGER = re.compile(r"-?\d+")
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 class GuessNumberEnv(TextGame[int]):
@@ -50,7 +50,8 @@ class GuessNumberEnv(TextGame[int]):
     def parse_action(self, text: str) -> int:
         """The guess: the whole reply if it is a number, else the last number in it."""
         stripped = text.strip()
-        if stripped.isdigit():
+        # isdigit() admits superscripts and other digits int() rejects; only ASCII digits are a guess.
+        if stripped.isascii() and stripped.isdigit():
             return self._in_range(int(stripped))
         numbers = _INTEGER.findall(stripped)
         if not numbers:

@@ -33,8 +33,13 @@ def test_play_unknown_env_is_an_error_naming_the_closest(capsys):
 
 
 def test_play_as_a_subprocess_reading_stdin():
-    proc = subprocess.run([sys.executable, "-m", "envs", "play", "guess-number-v0", "--seed", "1"],
-                          input="50\n", capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envs", "play", "guess-number-v0", "--seed", "1"],
+        input="50\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0 and "50 is wrong" in proc.stdout
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 from gymnasium.utils.env_checker import check_env
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import envs
@@ -21,7 +21,11 @@ BAD_ACTIONS = [
     {"role": "user", "content": "hi"},
     {"role": "assistant", "content": 5},
     {"role": "assistant", "content": "", "tool_calls": "nope"},
-    {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "no_such_tool", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"function": {"name": "no_such_tool", "arguments": "{}"}}],
+    },
     {"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": "{}"}}]},
     {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "x", "arguments": 7}}]},
     {"role": "assistant", "content": "", "tool_calls": [5]},
@@ -46,7 +50,9 @@ def _expert_episode(env_id: str, seed: int, max_steps: int = 200):
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
-@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")  # checking the wrapped env is the point
+@pytest.mark.filterwarnings(
+    "ignore:.*different from the unwrapped version"
+)  # checking the wrapped env is the point
 def test_check_env(env_id):
     env = envs.make(env_id)
     check_env(env.unwrapped, skip_render_check=False)
@@ -93,6 +99,10 @@ def test_bad_actions_never_raise_and_keep_the_episode(env_id):
 @pytest.mark.parametrize("env_id", ALL_IDS)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=300))
+# Non-ASCII digits: '²'.isdigit() is True but int('²') raises; Arabic-Indic digits; a fullwidth digit.
+@example(text="²")
+@example(text="٣٤")
+@example(text="guess ５")
 def test_random_text_never_raises(env_id, text):
     env = envs.make(env_id, max_turns=10_000)
     env.reset(seed=1)

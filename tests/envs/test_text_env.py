@@ -10,8 +10,11 @@ from envs.wrappers import ActionFormat, MaxTurns, RewardShaping
 
 def _guess_call(number, call_id="c0"):
     args = number if isinstance(number, str) else f'{{"number": {number}}}'
-    return {"role": "assistant", "content": "", "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": "guess", "arguments": args}}]}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "guess", "arguments": args}}],
+    }
 
 
 def test_opening_is_system_then_user():
@@ -65,7 +68,11 @@ def test_tool_call_with_wrong_type_says_what_was_wrong():
 def test_unknown_tool_lists_available_ones():
     env = envs.make("guess-number-v0")
     env.reset(seed=0)
-    call = {"role": "assistant", "content": "", "tool_calls": [{"id": "x", "function": {"name": "gues", "arguments": {}}}]}
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "x", "function": {"name": "gues", "arguments": {}}}],
+    }
     messages, *_ = env.step(call)
     assert "unknown tool `gues`" in messages[0]["content"] and "guess" in messages[0]["content"]
 
@@ -174,6 +181,10 @@ def test_extra_tools_by_list_are_offered_and_called():
     env = envs.make("guess-number-v0", tools=[echo])
     assert [s["function"]["name"] for s in env.tool_schemas] == ["guess", "echo"]
     env.reset(seed=0)
-    call = {"role": "assistant", "content": "", "tool_calls": [{"id": "e", "function": {"name": "echo", "arguments": {"text": "hi"}}}]}
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "e", "function": {"name": "echo", "arguments": {"text": "hi"}}}],
+    }
     messages, *_ = env.step(call)
     assert messages[0]["content"] == "hi"
