@@ -73,6 +73,7 @@ def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
 def prepare(cfg: DictConfig) -> DictConfig:
     """Side effects before Ray: absolute paths, model, datasets, warm start, env vars. Returns cfg."""
     from trainer.datasets import write_datasets
+    from trainer.prompt_budget import check_prompt_budget
 
     out = Path(cfg.turngym.output_dir).expanduser().resolve()
     cfg.turngym.output_dir = str(out)
@@ -99,6 +100,17 @@ def prepare(cfg: DictConfig) -> DictConfig:
         int(cfg.env.val_episodes),
         seed_base=int(cfg.env.seed_base),
         val_seed_base=int(cfg.env.val_seed_base),
+    )
+    longest = check_prompt_budget(
+        [cfg.data.train_files, cfg.data.val_files],
+        cfg.turngym.model,
+        int(cfg.data.max_prompt_length),
+        dict(cfg.data.get("apply_chat_template_kwargs") or {}),
+    )
+    print(
+        "[turngym] longest opening prompts (tokens): "
+        + ", ".join(f"{env_id} {n}" for env_id, (n, _) in sorted(longest.items())),
+        flush=True,
     )
     if not cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path:
         cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path = str(agent_loop_config_path())

@@ -1,0 +1,70 @@
+"""The prompt-budget check: opening prompts (tool schemas included) measured before Ray starts."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from transformers import AutoTokenizer
+
+import envs
+from rollout.chat_format import ChatFormat
+from trainer.compose import ConfigError
+from trainer.datasets import write_datasets
+from trainer.embedded_model import build_embedded_model
+from trainer.prompt_budget import check_prompt_budget
+from trainer.run import main
+
+MIX = [
+    {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}},
+    {"id": "calculator-qa-v0", "weight": 1.0, "kwargs": {}},
+]
+
+
+@pytest.fixture(scope="module")
+def model_path():
+    return build_embedded_model()
+
+
+def test_measures_what_the_rollout_renders(tmp_path, model_path):
+    train, val = write_datasets(MIX, tmp_path / "t.parquet", tmp_path / "v.parquet", 6, 2, 0, 1000)
+    longest = check_prompt_budget([train, val], model_path, 100_000)
+    assert set(longest) == {"guess-number-v0", "calculator-qa-v0"}
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    for env_id, (n_tokens, seed) in longest.items():
+        env = envs.make(env_id, **MIX[[m["id"] for m in MIX].index(env_id)]["kwargs"])
+        messages, _ = env.reset(seed=seed)
+        assert n_tokens == len(ChatFormat(tokenizer, env.unwrapped.tool_schemas).prompt_ids(messages))
+    # calculator-qa renders its tool schemas into the prompt; they make it the longer one.
+    assert longest["calculator-qa-v0"][0] > longest["guess-number-v0"][0]
+
+
+def test_too_small_a_budget_names_env_seed_and_what_is_needed(tmp_path, model_path):
+    train, val = write_datasets(MIX, tmp_path / "t.parquet", tmp_path / "v.parquet", 6, 2, 0, 1000)
+    needed = check_prompt_budget([train, val], model_path, 100_000)["calculator-qa-v0"][0]
+    with pytest.raises(ConfigError) as err:
+        check_prompt_budget([train, val], model_path, needed - 1)
+    text = str(err.value)
+    assert "calculator-qa-v0" in text and f"data.max_prompt_length={needed}" in text
+    assert check_prompt_budget([train, val], model_path, needed)
+
+
+def test_trainer_run_stops_before_ray_with_exit_code_2(tmp_path, capsys):
+    saved = dict(os.environ)
+    try:
+        code = main(
+            [
+                "env.id=calculator-qa-v0",
+                "data.max_prompt_length=32",
+                "env.train_episodes=4",
+                "env.val_episodes=2",
+                f"turngym.output_dir={tmp_path}",
+            ]
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "data.max_prompt_length=32" in err and "calculator-qa-v0" in err
+    assert not (tmp_path / "warm_start").exists()

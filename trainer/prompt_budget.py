@@ -1,0 +1,72 @@
+"""Check, before Ray starts, that every episode's opening prompt fits `data.max_prompt_length`.
+
+An episode whose opening (rendered with the env's tool schemas by the model's chat template) is
+longer than the prompt budget comes back from the rollout with no trainable token; when a whole
+batch is like that verl's rollout-correction step stops the run ("response_mask must contain at
+least one valid token"). Measuring the dataset's prompts here turns that into an error that names
+the env, the seed and the budget needed, in seconds and before any worker starts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from trainer.compose import ConfigError
+
+
+def longest_prompts(
+    rows: Iterable[dict[str, Any]], tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None
+) -> dict[str, tuple[int, int]]:
+    """For each env id in `rows`: (token count, seed) of its longest opening prompt, tools included."""
+    import envs
+    from rollout.chat_format import ChatFormat
+
+    formats: dict[tuple[str, str], ChatFormat] = {}
+    longest: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        extra = row["extra_info"]
+        env_id, env_kwargs = extra["env_id"], extra.get("env_kwargs") or "{}"
+        key = (env_id, env_kwargs)
+        if key not in formats:
+            # Tool schemas depend on the env and its kwargs, not on the seed: one env per kind.
+            env = envs.make(env_id, **json.loads(env_kwargs))
+            try:
+                formats[key] = ChatFormat(tokenizer, env.unwrapped.tool_schemas, chat_template_kwargs)
+            finally:
+                env.close()
+        messages = [{"role": m["role"], "content": m["content"]} for m in row["prompt"]]
+        n_tokens = len(formats[key].prompt_ids(messages))
+        if n_tokens > longest.get(env_id, (-1, 0))[0]:
+            longest[env_id] = (n_tokens, int(extra["seed"]))
+    return longest
+
+
+def check_prompt_budget(
+    dataset_files: Iterable[str | Path],
+    model_path: str | Path,
+    max_prompt_length: int,
+    chat_template_kwargs: dict[str, Any] | None = None,
+) -> dict[str, tuple[int, int]]:
+    """Raise ConfigError when an opening prompt in the parquet files exceeds `max_prompt_length`."""
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+    rows: list[dict[str, Any]] = []
+    for path in dataset_files:
+        rows.extend(pd.read_parquet(path).to_dict("records"))
+    longest = longest_prompts(rows, tokenizer, chat_template_kwargs)
+    too_long = {env_id: v for env_id, v in longest.items() if v[0] > max_prompt_length}
+    if too_long:
+        needed = max(n for n, _ in too_long.values())
+        listed = ", ".join(
+            f"{env_id} (seed {seed}: {n} tokens)" for env_id, (n, seed) in sorted(too_long.items())
+        )
+        raise ConfigError(
+            f"opening prompts longer than data.max_prompt_length={max_prompt_length}: {listed}. "
+            f"Set data.max_prompt_length={needed} or more (the env's tool schemas count too)."
+        )
+    return longest
