@@ -8,8 +8,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from envs.run_sync import run_sync
 from rollout.episode import EpisodeConfig, run_episode
-from rollout.run_sync import run_sync
 from rollout.trajectory import Trajectory
 
 
