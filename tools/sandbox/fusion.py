@@ -92,6 +92,22 @@ class FusionSandbox:
     def _http_timeout(self, body: dict[str, Any]) -> float:
         return self.client_timeout_s or body["run_timeout"] + body["compile_timeout"] + 30.0
 
+    def _post(
+        self, code, language, timeout_s, memory_mb, stdin, files, fetch_files
+    ) -> dict[str, Any] | SandboxResult:
+        # `run` and `arun` differ only in how they wait, so the request (or the bad-request result)
+        # is built once here for both.
+        try:
+            body = self._body(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+        except Exception as exc:
+            return SandboxResult("sandbox_error", message=f"bad request: {exc}")
+        return {"url": f"{self.endpoint}/run_code", "json": body, "timeout": self._http_timeout(body)}
+
+    def _unreachable(self, last: Exception | None) -> SandboxResult:
+        return SandboxResult(
+            "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
+        )
+
     def run(
         self,
         code: str,
@@ -106,25 +122,19 @@ class FusionSandbox:
         """Run `code` on the server; never raises."""
         import httpx
 
-        try:
-            body = self._body(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
-        except Exception as exc:
-            return SandboxResult("sandbox_error", message=f"bad request: {exc}")
+        post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+        if isinstance(post, SandboxResult):
+            return post
         start = time.perf_counter()
         last: Exception | None = None
         client = self._sync_client()
         for attempt in range(self.max_attempts):
             try:
-                response = client.post(
-                    f"{self.endpoint}/run_code", json=body, timeout=self._http_timeout(body)
-                )
-                return from_fusion(response.status_code, response.text, time.perf_counter() - start)
+                return _result(client.post(**post), start)
             except httpx.TransportError as exc:
                 last = exc
-                time.sleep(min(0.2 * 2**attempt, 2.0))
-        return SandboxResult(
-            "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
-        )
+                time.sleep(_backoff(attempt))
+        return self._unreachable(last)
 
     async def arun(
         self,
@@ -140,25 +150,27 @@ class FusionSandbox:
         """Async twin of `run`."""
         import httpx
 
-        try:
-            body = self._body(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
-        except Exception as exc:
-            return SandboxResult("sandbox_error", message=f"bad request: {exc}")
+        post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+        if isinstance(post, SandboxResult):
+            return post
         start = time.perf_counter()
         last: Exception | None = None
         client = self._async_client()
         for attempt in range(self.max_attempts):
             try:
-                response = await client.post(
-                    f"{self.endpoint}/run_code", json=body, timeout=self._http_timeout(body)
-                )
-                return from_fusion(response.status_code, response.text, time.perf_counter() - start)
+                return _result(await client.post(**post), start)
             except httpx.TransportError as exc:
                 last = exc
-                await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
-        return SandboxResult(
-            "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
-        )
+                await asyncio.sleep(_backoff(attempt))
+        return self._unreachable(last)
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.2 * 2**attempt, 2.0)
+
+
+def _result(response, start: float) -> SandboxResult:
+    return from_fusion(response.status_code, response.text, time.perf_counter() - start)
 
 
 def from_fusion(http_status: int, text: str, duration_s: float) -> SandboxResult:
