@@ -9,11 +9,22 @@ from pydantic import BaseModel, Field
 from tools import Tool, ToolResult
 
 
-def _env(context: dict | None):
-    return (context or {}).get("env")
+class _ShopTool(Tool):
+    """A tool that acts on the shop env running the episode, through `in_shop`."""
+
+    async def run(self, args: BaseModel, context: dict | None) -> Any:
+        """Refuse outside the shop; otherwise `in_shop` with the episode's env."""
+        env = (context or {}).get("env")
+        if env is None:
+            return ToolResult.error("Error: this tool only works inside the shop.")
+        return self.in_shop(args, env)
+
+    def in_shop(self, args: BaseModel, env: Any) -> Any:
+        """Do the work against `env`."""
+        raise NotImplementedError(f"{type(self).__name__}.in_shop is not implemented")
 
 
-class SearchProducts(Tool):
+class SearchProducts(_ShopTool):
     """Filter the catalogue of the env running the episode."""
 
     name = "search_products"
@@ -27,17 +38,14 @@ class SearchProducts(Tool):
         feature: str | None = Field(None, description="A feature the product must have, e.g. 'waterproof'.")
         in_stock_only: bool = Field(True, description="Leave out products that are out of stock.")
 
-    async def run(self, args: BaseModel, context: dict | None) -> Any:
-        env = _env(context)
-        if env is None:
-            return ToolResult.error("Error: this tool only works inside the shop.")
+    def in_shop(self, args: BaseModel, env: Any) -> Any:
         found = env.search(**args.model_dump())
         if not found:
             return "No products match these filters."
         return [env.summary(p) for p in found[: env.max_results]]
 
 
-class GetProduct(Tool):
+class GetProduct(_ShopTool):
     """Full details of one product."""
 
     name = "get_product"
@@ -46,17 +54,14 @@ class GetProduct(Tool):
     class Args(BaseModel):
         product_id: str = Field(description="The product id, e.g. 'L-101'.")
 
-    async def run(self, args: BaseModel, context: dict | None) -> Any:
-        env = _env(context)
-        if env is None:
-            return ToolResult.error("Error: this tool only works inside the shop.")
+    def in_shop(self, args: BaseModel, env: Any) -> Any:
         product = env.product(args.product_id)
         if product is None:
             return ToolResult.error(f"Error: no product with id {args.product_id!r}.")
         return product
 
 
-class PlaceOrder(Tool):
+class PlaceOrder(_ShopTool):
     """Order a product for the customer: this ends the conversation."""
 
     name = "place_order"
@@ -65,10 +70,7 @@ class PlaceOrder(Tool):
     class Args(BaseModel):
         product_id: str = Field(description="The id of the product to order.")
 
-    async def run(self, args: BaseModel, context: dict | None) -> Any:
-        env = _env(context)
-        if env is None:
-            return ToolResult.error("Error: this tool only works inside the shop.")
+    def in_shop(self, args: BaseModel, env: Any) -> Any:
         product = env.product(args.product_id)
         if product is None:
             return ToolResult.error(f"Error: no product with id {args.product_id!r}; nothing was ordered.")
