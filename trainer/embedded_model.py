@@ -62,13 +62,26 @@ MODEL_CONFIG = {
 }
 VOCAB_SIZE = 3072
 
-CHATML_TEMPLATE = r"""
+# Both families write message content and a tool call's JSON the same way; only the key that holds
+# the arguments differs ("arguments" in hermes blocks, "parameters" in Llama 3), so it is a parameter.
+_MACROS = r"""
 {%- macro render_content(content) -%}
 {%- if content is string -%}{{- content -}}
 {%- elif content is none -%}
 {%- else -%}{%- for part in content -%}{%- if part.type == 'text' -%}{{- part.text -}}{%- endif -%}{%- endfor -%}
 {%- endif -%}
 {%- endmacro -%}
+{%- macro render_call(tool_call, arguments_key) -%}
+{%- set call = tool_call.function if tool_call.function is defined else tool_call -%}
+{{- '{"name": "' + call.name + '", "' + arguments_key + '": ' -}}
+{%- if call.arguments is string -%}{{- call.arguments -}}{%- else -%}{{- call.arguments | tojson -}}{%- endif -%}
+{{- '}' -}}
+{%- endmacro -%}
+""".strip()
+
+CHATML_TEMPLATE = (
+    _MACROS
+    + r"""
 {%- if tools %}
     {{- '<|im_start|>system\n' }}
     {%- if messages[0].role == 'system' %}
@@ -101,19 +114,10 @@ CHATML_TEMPLATE = r"""
         {{- '<|im_start|>assistant\n' + content }}
         {%- if message.tool_calls %}
             {%- for tool_call in message.tool_calls %}
-                {%- if tool_call.function is defined %}
-                    {%- set tool_call = tool_call.function %}
-                {%- endif %}
                 {%- if content or not loop.first %}
                     {{- '\n' }}
                 {%- endif %}
-                {{- '<tool_call>\n{"name": "' + tool_call.name + '", "arguments": ' }}
-                {%- if tool_call.arguments is string %}
-                    {{- tool_call.arguments }}
-                {%- else %}
-                    {{- tool_call.arguments | tojson }}
-                {%- endif %}
-                {{- '}\n</tool_call>' }}
+                {{- '<tool_call>\n' + render_call(tool_call, 'arguments') + '\n</tool_call>' }}
             {%- endfor %}
         {%- endif %}
         {{- '<|im_end|>\n' }}
@@ -131,14 +135,11 @@ CHATML_TEMPLATE = r"""
     {{- '<|im_start|>assistant\n' + think_prefix }}
 {%- endif %}
 """.strip()
+)
 
-LLAMA3_TEMPLATE = r"""
-{%- macro render_content(content) -%}
-{%- if content is string -%}{{- content -}}
-{%- elif content is none -%}
-{%- else -%}{%- for part in content -%}{%- if part.type == 'text' -%}{{- part.text -}}{%- endif -%}{%- endfor -%}
-{%- endif -%}
-{%- endmacro -%}
+LLAMA3_TEMPLATE = (
+    _MACROS
+    + r"""
 {{- '<|begin_of_text|>' }}
 {%- if messages[0].role == 'system' %}
     {%- set system_message = render_content(messages[0].content) %}
@@ -169,19 +170,10 @@ LLAMA3_TEMPLATE = r"""
             {{- '<|python_tag|>' }}
         {%- endif %}
         {%- for tool_call in message.tool_calls %}
-            {%- if tool_call.function is defined %}
-                {%- set tool_call = tool_call.function %}
-            {%- endif %}
             {%- if not loop.first %}
                 {{- '; ' }}
             {%- endif %}
-            {{- '{"name": "' + tool_call.name + '", "parameters": ' }}
-            {%- if tool_call.arguments is string %}
-                {{- tool_call.arguments }}
-            {%- else %}
-                {{- tool_call.arguments | tojson }}
-            {%- endif %}
-            {{- '}' }}
+            {{- render_call(tool_call, 'parameters') }}
         {%- endfor %}
         {{- '<|eot_id|>' }}
     {%- elif message.role == 'tool' or message.role == 'ipython' %}
@@ -194,6 +186,7 @@ LLAMA3_TEMPLATE = r"""
     {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
 {%- endif %}
 """.strip()
+)
 
 CHAT_TEMPLATES = {"chatml": CHATML_TEMPLATE, "llama3": LLAMA3_TEMPLATE}
 
