@@ -212,15 +212,7 @@ class HFEngine:
         input_ids, attn = input_ids.to(dev), attn.to(dev)
         positions = (attn.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=attn,
-            position_ids=positions,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        logits = out.logits[:, -1, :]
+        logits = self._next_logits(input_ids, attn, positions, cache, logits_to_keep=1)
         next_pos = positions[:, -1:] + 1
 
         params = [r.params for r in batch]
@@ -255,16 +247,22 @@ class HFEngine:
                 next_pos = next_pos[idx]
                 active = [active[j] for j in keep]
             attn = torch.cat([attn, torch.ones((len(active), 1), dtype=attn.dtype, device=dev)], dim=1)
-            out = self.model(
-                input_ids=step_ids,
-                attention_mask=attn,
-                position_ids=next_pos,
-                past_key_values=cache,
-                use_cache=True,
-            )
-            logits = out.logits[:, -1, :]
+            logits = self._next_logits(step_ids, attn, next_pos, cache)
             next_pos = next_pos + 1
         return [Generation(token_ids=tokens[i], log_probs=logps[i], stop_reason=reasons[i]) for i in range(n)]
+
+    def _next_logits(self, input_ids, attn, positions, cache, **extra):
+        # Prefill and every decode step must feed the model the same way (mask, explicit positions for
+        # the left padding, the shared cache); only the prefill adds `logits_to_keep`.
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attn,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            **extra,
+        )
+        return out.logits[:, -1, :]
 
     def _hit_stop_string(self, tokens: list[int], params: SamplingParams) -> bool:
         if not params.stop or self.tokenizer is None:
