@@ -1,10 +1,13 @@
-"""Check, before Ray starts, that every episode's opening prompt fits `data.max_prompt_length`.
+"""Size and check, before Ray starts, `data.max_prompt_length` against every episode's opening prompt.
 
 An episode whose opening (rendered with the env's tool schemas by the model's chat template) is
 longer than the prompt budget comes back from the rollout with no trainable token; when a whole
 batch is like that verl's rollout-correction step stops the run ("response_mask must contain at
 least one valid token"). Measuring the dataset's prompts here turns that into an error that names
-the env, the seed and the budget needed, in seconds and before any worker starts.
+the env, the seed and the budget needed, in seconds and before any worker starts. With
+`data.max_prompt_length=auto` (the default) the budget is the longest prompt rounded up to a multiple
+of `PROMPT_LENGTH_MULTIPLE`: on CPU, where verl pads every prompt to the budget, a budget sized for
+the longest tool-env prompt would make a text-game step several times more expensive.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from trainer.compose import ConfigError
+
+AUTO = "auto"
+PROMPT_LENGTH_MULTIPLE = 64
 
 
 def longest_prompts(
@@ -47,10 +53,13 @@ def longest_prompts(
 def check_prompt_budget(
     dataset_files: Iterable[str | Path],
     model_path: str | Path,
-    max_prompt_length: int,
+    max_prompt_length: int | None,
     chat_template_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, tuple[int, int]]:
-    """Raise ConfigError when an opening prompt in the parquet files exceeds `max_prompt_length`."""
+    """Longest opening prompt per env in the parquet files; ConfigError if one exceeds `max_prompt_length`.
+
+    `max_prompt_length=None` only measures.
+    """
     import pandas as pd
     from transformers import AutoTokenizer
 
@@ -59,6 +68,8 @@ def check_prompt_budget(
     for path in dataset_files:
         rows.extend(pd.read_parquet(path).to_dict("records"))
     longest = longest_prompts(rows, tokenizer, chat_template_kwargs)
+    if max_prompt_length is None:
+        return longest
     too_long = {env_id: v for env_id, v in longest.items() if v[0] > max_prompt_length}
     if too_long:
         needed = max(n for n, _ in too_long.values())
@@ -70,3 +81,9 @@ def check_prompt_budget(
             f"Set data.max_prompt_length={needed} or more (the env's tool schemas count too)."
         )
     return longest
+
+
+def fitted_prompt_length(longest: dict[str, tuple[int, int]]) -> int:
+    """The `auto` budget: the longest prompt rounded up to a multiple of PROMPT_LENGTH_MULTIPLE."""
+    top = max((n for n, _ in longest.values()), default=1)
+    return -(-top // PROMPT_LENGTH_MULTIPLE) * PROMPT_LENGTH_MULTIPLE

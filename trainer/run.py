@@ -53,6 +53,9 @@ def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
         values.update(
             {
                 "VERL_PLATFORM": "cpu",
+                # Ray gives an actor without num_cpus OMP_NUM_THREADS=1; verl's actor and the rollout
+                # server take turns (synchronous trainer), so each may use every core while it runs.
+                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(os.cpu_count() or 1)),
                 "TOKENIZERS_PARALLELISM": "false",
                 "RAY_DEDUP_LOGS": os.environ.get("RAY_DEDUP_LOGS", "1"),
                 # verl warns in every process about optional engines (megatron, veomni, ...) it cannot import.
@@ -73,7 +76,7 @@ def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
 def prepare(cfg: DictConfig) -> DictConfig:
     """Side effects before Ray: absolute paths, model, datasets, warm start, env vars. Returns cfg."""
     from trainer.datasets import write_datasets
-    from trainer.prompt_budget import check_prompt_budget
+    from trainer.prompt_budget import AUTO, check_prompt_budget, fitted_prompt_length
 
     out = Path(cfg.turngym.output_dir).expanduser().resolve()
     cfg.turngym.output_dir = str(out)
@@ -101,15 +104,20 @@ def prepare(cfg: DictConfig) -> DictConfig:
         seed_base=int(cfg.env.seed_base),
         val_seed_base=int(cfg.env.val_seed_base),
     )
+    budget = cfg.data.max_prompt_length
     longest = check_prompt_budget(
         [cfg.data.train_files, cfg.data.val_files],
         cfg.turngym.model,
-        int(cfg.data.max_prompt_length),
+        None if budget == AUTO else int(budget),
         dict(cfg.data.get("apply_chat_template_kwargs") or {}),
     )
+    if budget == AUTO:
+        cfg.data.max_prompt_length = fitted_prompt_length(longest)
     print(
         "[turngym] longest opening prompts (tokens): "
-        + ", ".join(f"{env_id} {n}" for env_id, (n, _) in sorted(longest.items())),
+        + ", ".join(f"{env_id} {n}" for env_id, (n, _) in sorted(longest.items()))
+        + f"; data.max_prompt_length={cfg.data.max_prompt_length}"
+        + (" (auto)" if budget == AUTO else ""),
         flush=True,
     )
     if not cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path:

@@ -12,7 +12,7 @@ from rollout.chat_format import ChatFormat
 from trainer.compose import ConfigError
 from trainer.datasets import write_datasets
 from trainer.embedded_model import build_embedded_model
-from trainer.prompt_budget import check_prompt_budget
+from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length
 from trainer.run import main
 
 MIX = [
@@ -68,3 +68,15 @@ def test_trainer_run_stops_before_ray_with_exit_code_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "data.max_prompt_length=32" in err and "calculator-qa-v0" in err
     assert not (tmp_path / "warm_start").exists()
+
+
+def test_auto_budget_rounds_the_longest_prompt_up_to_a_multiple_of_64():
+    assert fitted_prompt_length({"a": (484, 3), "b": (351, 0)}) == 512
+    assert fitted_prompt_length({"a": (512, 3)}) == 512
+    assert fitted_prompt_length({"a": (513, 3)}) == 576
+
+
+def test_measure_only_never_raises(tmp_path, model_path):
+    train, val = write_datasets(MIX, tmp_path / "t.parquet", tmp_path / "v.parquet", 4, 2, 0, 1000)
+    longest = check_prompt_budget([train, val], model_path, None)
+    assert all(n > 0 for n, _ in longest.values())

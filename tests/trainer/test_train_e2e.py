@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,6 @@ SMALL = [
     "data.train_batch_size=4",
     "actor_rollout_ref.rollout.n=2",
     "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-    "data.max_prompt_length=768",
     "data.max_response_length=128",
     "turngym.warm_start.episodes=8",
     "turngym.warm_start.epochs=1",
@@ -80,6 +80,8 @@ def test_two_steps_leave_checkpoint_metrics_and_plot(tmp_path):
     )
     assert (out / "reward_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert "[turngym] step 2/2 | reward" in proc.stdout + proc.stderr
+    # data.max_prompt_length defaults to auto: sized from the datasets' longest opening prompt.
+    assert re.search(r"data\.max_prompt_length=\d+ \(auto\)", proc.stdout + proc.stderr)
 
 
 @pytest.mark.slow
