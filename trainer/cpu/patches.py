@@ -44,23 +44,23 @@ def fsdp_engines_for_cpu(transformer_impl: ModuleType) -> None:
         transformer_impl.CPUOffloadPolicy = functools.partial(real_policy, pin_memory=False)
 
 
-def eager_attention_for_value_model(model_utils: ModuleType) -> None:
+def sdpa_attention_for_value_model(model_utils: ModuleType) -> None:
     """verl/utils/model.py ~649/~674 load the critic with ``flash_attention_2``, absent on CPU."""
     import transformers
 
     for cls_name in ("AutoModelForTokenClassification", "AutoModelForCausalLM"):
         auto_cls = getattr(transformers, cls_name)
-        if getattr(auto_cls, "_turngym_eager", False):
+        if getattr(auto_cls, "_turngym_sdpa", False):
             continue
         real = auto_cls.from_pretrained
 
         def from_pretrained(*args, _real=real, **kwargs):
             if kwargs.get("attn_implementation") == "flash_attention_2":
-                kwargs["attn_implementation"] = "eager"
+                kwargs["attn_implementation"] = "sdpa"
             return _real(*args, **kwargs)
 
         auto_cls.from_pretrained = from_pretrained
-        auto_cls._turngym_eager = True
+        auto_cls._turngym_sdpa = True
 
 
 def hf_rollout_adapter(rollout_base: ModuleType) -> None:
@@ -89,4 +89,4 @@ def install_cpu() -> None:
     """Arrange the CPU-only corrections to run when their verl modules are imported."""
     when_imported("verl.utils.distributed", gloo_only_process_group)
     when_imported("verl.workers.engine.fsdp.transformer_impl", fsdp_engines_for_cpu)
-    when_imported("verl.utils.model", eager_attention_for_value_model)
+    when_imported("verl.utils.model", sdpa_attention_for_value_model)
