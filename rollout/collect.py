@@ -119,7 +119,9 @@ def summarize(trajectories: list[Trajectory], failed: list[Trajectory] | None = 
     if not n:
         return out
     m = [t.metrics for t in trajectories]
-    succ = [t.success for t in trajectories if t.success is not None]
+    # An episode cut off (budget, overflow, turn limit) before the env judged it is not a success;
+    # only an env that ended an episode without saying leaves it out of the rate.
+    succ = [bool(t.success) for t in trajectories if t.success is not None or t.termination != "terminated"]
     out.update(
         {
             "reward_mean": st.fmean(t.total_reward for t in trajectories),

@@ -144,3 +144,14 @@ def test_hf_engine_collect_real_model(tokenizer, hf_engine):
         gen_lps = [lp for lp, m in zip(t.logprobs, t.loss_mask, strict=True) if m]
         assert gen_lps and all(lp < 0 for lp in gen_lps)
         assert t.num_turns >= 1 and len(t.response_ids) <= 200
+
+
+def test_success_rate_counts_cut_off_episodes_as_unsolved(tokenizer):
+    # A reply that never parses: every episode ends on the token budget before the env judges it.
+    engine = ScriptedEngine(tokenizer, lambda t, r: "no number here")
+    trajs = collect(
+        "guess-number-v0", engine, tokenizer, 2, config=EpisodeConfig(max_response_tokens=64, max_turns=64)
+    )
+    assert {t.termination for t in trajs} <= {"budget", "context_overflow", "max_turns"}
+    assert all(t.success is None for t in trajs)
+    assert summarize(trajs)["success_rate"] == 0.0

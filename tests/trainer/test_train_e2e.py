@@ -83,6 +83,18 @@ def test_two_steps_leave_checkpoint_metrics_and_plot(tmp_path):
     # data.max_prompt_length defaults to auto: sized from the datasets' longest opening prompt.
     assert re.search(r"data\.max_prompt_length=\d+ \(auto\)", proc.stdout + proc.stderr)
 
+    # examples/evaluate.py: verl's model merger exports the checkpoint, rollout.eval plays it.
+    evaluation = subprocess.run(
+        [sys.executable, "examples/evaluate.py", str(out), "guess-number-v0", "n=2", "env.difficulty=easy"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert evaluation.returncode == 0, evaluation.stdout[-3000:] + evaluation.stderr[-3000:]
+    assert "reward_mean" in evaluation.stdout
+    assert (out / "export" / "global_step_2" / "config.json").exists()
+
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
