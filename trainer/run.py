@@ -161,7 +161,25 @@ class open_struct:  # noqa: N801 - used as a context manager like omegaconf.open
 
 
 def _has_checkpoint(cfg: DictConfig) -> bool:
-    return (Path(cfg.trainer.default_local_dir) / "latest_checkpointed_iteration.txt").exists()
+    return _checkpoint_step(cfg) is not None
+
+
+def _checkpoint_step(cfg: DictConfig) -> int | None:
+    marker = Path(cfg.trainer.default_local_dir) / "latest_checkpointed_iteration.txt"
+    try:
+        return int(marker.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def already_done(cfg: DictConfig) -> bool:
+    """True when resuming would start at or after the last step: the run finished earlier."""
+    step = _checkpoint_step(cfg)
+    return (
+        cfg.trainer.resume_mode == "auto"
+        and step is not None
+        and step >= int(cfg.trainer.total_training_steps)
+    )
 
 
 def launch(cfg: DictConfig) -> None:
@@ -210,7 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"trainer.run: {exc}", file=sys.stderr)
         return 2
-    launch(cfg)
+    if already_done(cfg):
+        # Running the same command again (e.g. `make train`) must not start Ray just to stop at once.
+        print(
+            f"[turngym] {cfg.turngym.output_dir} already holds a finished run "
+            f"({cfg.trainer.total_training_steps} steps). Raise trainer.total_training_steps to train on, "
+            "or set turngym.output_dir (or delete that directory) to start over."
+        )
+    else:
+        launch(cfg)
     summarize(cfg)
     return 0
 

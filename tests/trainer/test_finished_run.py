@@ -1,0 +1,30 @@
+"""Running the same training command again after it finished does not start Ray or train again."""
+
+from __future__ import annotations
+
+import os
+
+from trainer.run import main
+
+
+def test_finished_run_is_reported_not_repeated(tmp_path, capsys):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("3")
+    saved = dict(os.environ)
+    try:
+        code = main(
+            [
+                "env.id=guess-number-v0",
+                "trainer.total_training_steps=3",
+                "env.train_episodes=4",
+                "env.val_episodes=2",
+                f"turngym.output_dir={tmp_path}",
+            ]
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "already holds a finished run (3 steps)" in out
+    assert "skipping warm start" in out and not (tmp_path / "warm_start").exists()
