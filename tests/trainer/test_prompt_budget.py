@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from transformers import AutoTokenizer
 
@@ -13,7 +11,6 @@ from trainer.compose import ConfigError
 from trainer.datasets import write_datasets
 from trainer.embedded_model import build_embedded_model
 from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length
-from trainer.run import main
 
 MIX = [
     {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}},
@@ -49,21 +46,16 @@ def test_too_small_a_budget_names_env_seed_and_what_is_needed(tmp_path, model_pa
     assert check_prompt_budget([train, val], model_path, needed)
 
 
-def test_trainer_run_stops_before_ray_with_exit_code_2(tmp_path, capsys):
-    saved = dict(os.environ)
-    try:
-        code = main(
-            [
-                "env.id=calculator-qa-v0",
-                "data.max_prompt_length=32",
-                "env.train_episodes=4",
-                "env.val_episodes=2",
-                f"turngym.output_dir={tmp_path}",
-            ]
-        )
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+def test_trainer_run_stops_before_ray_with_exit_code_2(tmp_path, capsys, run_trainer):
+    code = run_trainer(
+        [
+            "env.id=calculator-qa-v0",
+            "data.max_prompt_length=32",
+            "env.train_episodes=4",
+            "env.val_episodes=2",
+            f"turngym.output_dir={tmp_path}",
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "data.max_prompt_length=32" in err and "calculator-qa-v0" in err
