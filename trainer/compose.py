@@ -127,6 +127,33 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"trainer.device={cfg.trainer.device!r}; valid choices: auto, cpu, cuda, npu")
     if int(cfg.trainer.total_training_steps) < 1:
         raise ConfigError("trainer.total_training_steps must be >= 1")
+    check_warm_start(cfg)
+
+
+def check_warm_start(cfg: DictConfig) -> None:
+    """The warm start's sizes and its overrides of verl's SFT config, checked before any work."""
+    ws = cfg.turngym.warm_start
+    if not ws.enable:
+        return
+    from trainer.warm_start import sft_config
+
+    if int(ws.batch_size) < 1 or int(ws.episodes) < int(ws.batch_size):
+        raise ConfigError(
+            f"turngym.warm_start.episodes ({ws.episodes}) must be at least "
+            f"turngym.warm_start.batch_size ({ws.batch_size}), which must be >= 1"
+        )
+    sft_config(
+        "model",
+        Path("demos.parquet"),
+        Path("warm_start"),
+        str(cfg.trainer.device),
+        int(ws.epochs),
+        float(ws.lr),
+        int(ws.batch_size),
+        int(ws.seed),
+        int(ws.max_length),
+        list(ws.overrides),
+    )
 
 
 def env_entries(cfg: DictConfig) -> list[dict]:

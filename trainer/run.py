@@ -77,6 +77,7 @@ def prepare(cfg: DictConfig) -> DictConfig:
     """Side effects before Ray: absolute paths, model, datasets, warm start, env vars. Returns cfg."""
     from trainer.datasets import write_datasets
     from trainer.prompt_budget import AUTO, check_prompt_budget, fitted_prompt_length
+    from trainer.warm_start import finished_warm_start, warm_start
 
     out = Path(cfg.turngym.output_dir).expanduser().resolve()
     cfg.turngym.output_dir = str(out)
@@ -126,11 +127,12 @@ def prepare(cfg: DictConfig) -> DictConfig:
     ws = cfg.turngym.warm_start
     if ws.enable and cfg.trainer.resume_mode != "disable" and _has_checkpoint(cfg):
         print("[turngym] checkpoint found: skipping warm start, resuming RL")
-        cfg.turngym.model = str(out / "warm_start") if (out / "warm_start").exists() else cfg.turngym.model
+        cfg.turngym.model = str(finished_warm_start(out / "warm_start") or cfg.turngym.model)
     elif ws.enable:
-        from trainer.warm_start import warm_start
-
-        print(f"[turngym] warm start: imitating {ws.episodes} expert episodes ...", flush=True)
+        print(
+            f"[turngym] warm start: verl's SFT trainer on {ws.episodes} expert episodes, {ws.epochs} epochs",
+            flush=True,
+        )
         report = warm_start(
             cfg.turngym.model,
             out / "warm_start",
@@ -140,9 +142,12 @@ def prepare(cfg: DictConfig) -> DictConfig:
             lr=float(ws.lr),
             batch_size=int(ws.batch_size),
             seed=int(ws.seed),
+            device=str(cfg.trainer.device),
+            max_length=int(ws.max_length),
+            overrides=list(ws.overrides),
         )
         print(f"[turngym] warm start done: {report}", flush=True)
-        cfg.turngym.model = str(out / "warm_start")
+        cfg.turngym.model = report["model"]
     return cfg
 
 

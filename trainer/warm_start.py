@@ -1,71 +1,218 @@
-"""Warm start: supervised fine-tuning on the envs' scripted experts before RL.
+"""Warm start: verl's SFT trainer on the envs' scripted experts before RL.
 
 A tiny model starting from random weights gets zero reward, and GRPO cannot learn from groups
-with identical rewards. Imitating a few hundred expert episodes first teaches the action format
-and a reasonable policy, so RL starts from a nonzero reward. Only assistant tokens are trained
-(loss mask from chat-template prefixes), rendered the way the rollout renders conversations.
+with identical rewards. Imitating expert episodes first teaches the action format and a
+reasonable policy, so RL starts from a nonzero reward.
+
+The fine-tuning is verl's own ``SFTTrainer`` (``verl/trainer/sft_trainer.py``) on the same FSDP
+engine the actor uses, with verl's ``MultiTurnSFTDataset`` (loss on assistant tokens only). It
+runs in a child process (:mod:`trainer.warm_start_worker`) so its process group and memory are
+gone before Ray starts. Any key of verl's ``sft_trainer_engine`` config can be overridden through
+``turngym.warm_start.overrides``.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import random
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 DONE_MARKER = "turngym_warm_start.json"
+SFT_CONFIG_NAME = "sft_trainer_engine"
+DATASET_CLASS = ("pkg://trainer.expert_sft_dataset", "ExpertSFTDataset")
+# verl's console logger prints "step:N - ... - train/loss:X - ..." (tqdm may share the line).
+STEP_LOSS = re.compile(r"step:(\d+) - .*?train/loss:([-0-9.e]+)")
 
 
-def expert_episode(
-    env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32
-) -> tuple[list[dict], list[dict], float]:
-    """Play one episode with the env's scripted expert: (messages, tool schemas, total reward)."""
-    import envs
+class WarmStartError(RuntimeError):
+    """verl's SFT trainer failed; the message carries the end of its output."""
 
-    env = envs.make(env_id, **env_kwargs)
+
+def finished_warm_start(out_dir: str | Path) -> Path | None:
+    """The model a finished warm start left in `out_dir`, or None."""
+    marker = Path(out_dir) / DONE_MARKER
+    if not marker.exists():
+        return None
+    return Path(json.loads(marker.read_text())["model"])
+
+
+def sft_config(
+    base_model: str | Path,
+    demos: Path,
+    work_dir: Path,
+    device: str,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    max_length: int,
+    overrides: list[str] | tuple[str, ...] = (),
+) -> DictConfig:
+    """verl's sft_trainer_engine config for this warm start (user overrides applied last)."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    from trainer.compose import ConfigError
+
+    cpu = device == "cpu"
+    ours = [
+        f"model.path={base_model}",
+        f"data.train_files={demos}",
+        "data.val_files=null",
+        f"data.train_batch_size={batch_size}",
+        f"data.micro_batch_size_per_gpu={batch_size}",
+        f"data.max_length={max_length}",
+        f"data.max_token_len_per_gpu={max_length * batch_size}",
+        "data.truncation=right",
+        "data.num_workers=0",
+        f"data.custom_cls.path={DATASET_CLASS[0]}",
+        f"data.custom_cls.name={DATASET_CLASS[1]}",
+        f"optim.lr={lr}",
+        "optim.weight_decay=0.0",
+        "optim.lr_scheduler_type=cosine",
+        "optim.min_lr_ratio=0.1",
+        f"engine.seed={seed}",
+        f"trainer.device={device}",
+        f"trainer.total_epochs={epochs}",
+        f"trainer.default_local_dir={work_dir / 'checkpoints'}",
+        "trainer.project_name=turngym",
+        "trainer.experiment_name=warm_start",
+        "trainer.logger=[console]",
+        "trainer.save_freq=-1",
+        "trainer.resume_mode=auto",
+        f"trainer.seed={seed}",
+        "checkpoint.save_contents=[model,optimizer,extra,hf_model]",
+    ]
+    if cpu:
+        ours += [
+            "engine.strategy=fsdp2",
+            "engine.dtype=float32",
+            "engine.use_torch_compile=false",
+            "model.use_remove_padding=false",
+            "model.enable_gradient_checkpointing=false",
+            "+model.override_config.attn_implementation=sdpa",
+            # With no mixed_precision verl autocasts to bf16 (transformer_impl.py ~397), which
+            # CPUs without bf16 units emulate: fp32 steps are ~3x faster here.
+            "+engine.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}",
+        ]
+    GlobalHydra.instance().clear()
     try:
-        messages, _ = env.reset(seed=seed)
-        convo = [dict(m) for m in messages]
-        tools = list(getattr(env, "tool_schemas", None) or [])
-        total = 0.0
-        for _ in range(max_turns):
-            action = env.unwrapped.expert_action()
-            convo.append({"role": "assistant", "content": action})
-            observation, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            if terminated or truncated:
-                break
-            convo.extend(dict(m) for m in observation)
-        return convo, tools, total
+        with initialize_config_module(config_module="verl.trainer.config", version_base=None):
+            return compose(config_name=SFT_CONFIG_NAME, overrides=ours + list(overrides))
+    except HydraException as exc:
+        raise ConfigError(
+            f"bad turngym.warm_start.overrides (keys of verl's {SFT_CONFIG_NAME}): {exc}"
+        ) from exc
     finally:
-        env.close()
+        GlobalHydra.instance().clear()
 
 
-def tokenize_with_mask(
-    tokenizer, messages: list[dict], tools: list[dict] | None
-) -> tuple[list[int], list[int]]:
-    """Token ids of the whole conversation and a 0/1 mask that is 1 on assistant-generated tokens."""
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
-    def render(msgs: list[dict], generation_prompt: bool) -> list[int]:
-        ids = tokenizer.apply_chat_template(
-            msgs, tools=tools or None, add_generation_prompt=generation_prompt, tokenize=True
+
+def _worker_env(device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "RANK": "0",
+            "LOCAL_RANK": "0",
+            "WORLD_SIZE": "1",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(_free_port()),
+            "VERL_USE_EXTERNAL_MODULES": "trainer.cpu",
+        }
+    )
+    if device == "cpu":
+        env["VERL_PLATFORM"] = "cpu"
+    return env
+
+
+def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int) -> None:
+    """Run verl's SFT trainer in a child process, echoing its output; raise WarmStartError on failure."""
+    tail: deque[str] = deque(maxlen=40)
+    command = [sys.executable, "-m", "trainer.warm_start_worker", str(config_file)]
+    with log_file.open("w") as log:
+        process = subprocess.Popen(
+            command,
+            env=_worker_env(device),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
         )
-        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
-            ids = ids["input_ids"]
-        return list(ids)
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            tail.append(line)
+            match = STEP_LOSS.search(line)
+            if match:
+                print(f"[warm start] step {match[1]}/{total_steps}: loss {float(match[2]):.3f}", flush=True)
+        code = process.wait()
+    if code != 0:
+        raise WarmStartError(
+            f"verl's SFT trainer exited with {code} (full log: {log_file}); last lines:\n" + "".join(tail)
+        )
 
-    full = render(messages, False)
-    mask = [0] * len(full)
-    for i, message in enumerate(messages):
-        if message["role"] != "assistant":
-            continue
-        start = len(render(messages[:i], True))
-        end = len(render(messages[: i + 1], False))
-        for j in range(start, min(end, len(full))):
-            mask[j] = 1
-    return full, mask
+
+def _hf_model_dir(checkpoints: Path) -> Path:
+    """The Hugging Face model verl saved with the latest SFT checkpoint."""
+    steps = sorted(checkpoints.glob("global_step_*"), key=lambda p: int(p.name.rsplit("_", 1)[1]))
+    for step in reversed(steps):
+        for candidate in (step / "huggingface", *step.glob("*/huggingface")):
+            if (candidate / "config.json").exists() and any(candidate.glob("*.safetensors")):
+                return candidate
+    raise WarmStartError(f"verl's SFT trainer left no Hugging Face model under {checkpoints}")
+
+
+def _is_weight_file(path: Path) -> bool:
+    return path.suffix in (".safetensors", ".bin") or path.name.endswith(
+        (".safetensors.index.json", ".bin.index.json")
+    )
+
+
+def assemble_model(base_model: Path, trained: Path, dest: Path) -> Path:
+    """`dest`: the trained weights with the base model's tokenizer, chat template and config files.
+
+    verl re-saves tokenizer and config from what it loaded (tokenizer class, dtype and the eos
+    list can change); only the weights changed in training, so everything else is the base's.
+    """
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    # a hub id instead of a directory: keep what verl saved
+    from_base = base_model.is_dir()
+    if from_base:
+        for path in base_model.iterdir():
+            if path.is_file() and not _is_weight_file(path):
+                shutil.copy2(path, dest / path.name)
+    for path in trained.iterdir():
+        if path.is_file() and (_is_weight_file(path) or not from_base):
+            shutil.copy2(path, dest / path.name)
+    return dest
+
+
+def _training_summary(log_file: Path) -> dict[str, Any]:
+    """First and last train/loss and the number of steps, read from verl's console logger."""
+    losses = [float(m[2]) for m in STEP_LOSS.finditer(log_file.read_text(errors="replace"))]
+    return {
+        "optimizer_steps": len(losses),
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+    }
 
 
 def warm_start(
@@ -77,71 +224,47 @@ def warm_start(
     lr: float = 3e-3,
     batch_size: int = 16,
     seed: int = 10_000,
-    with_tools: bool = True,
+    device: str = "cpu",
     max_length: int = 2048,
+    overrides: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Fine-tune `base_model` on expert episodes (seeds disjoint from RL's) and save it to `out_dir`."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from trainer.datasets import assign_envs
+    """Fine-tune `base_model` with verl's SFT trainer on expert episodes; the report names the model."""
+    from trainer.expert_demos import write_demonstrations
 
     out_dir = Path(out_dir)
     marker = out_dir / DONE_MARKER
     if marker.exists():
         return json.loads(marker.read_text())
     start_time = time.time()
-    torch.manual_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(base_model)
-    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
-    model.train()
-
-    examples, returns = [], []
-    for index, entry in enumerate(assign_envs(entries, episodes, seed=seed)):
-        convo, tools, total = expert_episode(entry["id"], dict(entry.get("kwargs") or {}), seed + index)
-        ids, mask = tokenize_with_mask(tokenizer, convo, tools if with_tools else None)
-        examples.append((ids[:max_length], mask[:max_length]))
-        returns.append(total)
-
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    steps_total = epochs * math.ceil(len(examples) / batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.1, 1 - s / max(1, steps_total)))
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    rng = random.Random(seed)
-    losses: list[float] = []
-    for _ in range(epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        for b in range(0, len(order), batch_size):
-            chunk = [examples[i] for i in order[b : b + batch_size]]
-            width = max(len(ids) for ids, _ in chunk)
-            input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-            labels = torch.full((len(chunk), width), -100, dtype=torch.long)
-            attention = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, (ids, mask) in enumerate(chunk):
-                input_ids[row, : len(ids)] = torch.tensor(ids)
-                attention[row, : len(ids)] = 1
-                labels[row, : len(ids)] = torch.tensor(
-                    [t if m else -100 for t, m in zip(ids, mask, strict=True)]
-                )
-            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            losses.append(float(loss.detach()))
-
     out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
+    if episodes < batch_size:
+        raise ValueError(f"warm start: episodes ({episodes}) must be at least batch_size ({batch_size})")
+    demos = write_demonstrations(entries, out_dir / "demos.parquet", episodes, seed)
+    config = sft_config(
+        base_model,
+        out_dir / "demos.parquet",
+        out_dir,
+        device,
+        epochs,
+        lr,
+        batch_size,
+        seed,
+        max_length,
+        overrides,
+    )
+    config_file = out_dir / "sft_config.yaml"
+    OmegaConf.save(config, config_file)
+    log_file = out_dir / "sft.log"
+    # verl's sampler drops the last partial batch
+    total_steps = config.trainer.total_training_steps or epochs * (episodes // batch_size)
+    _run_worker(config_file, device, log_file, total_steps)
+
+    model_dir = assemble_model(Path(base_model), _hf_model_dir(out_dir / "checkpoints"), out_dir / "model")
     report = {
         "base_model": str(base_model),
-        "episodes": len(examples),
-        "expert_mean_return": sum(returns) / max(1, len(returns)),
-        "loss_first": losses[0] if losses else None,
-        "loss_last": sum(losses[-5:]) / max(1, len(losses[-5:])) if losses else None,
-        "optimizer_steps": len(losses),
+        "model": str(model_dir),
+        **demos,
+        **_training_summary(log_file),
         "seconds": round(time.time() - start_time, 1),
     }
     marker.write_text(json.dumps(report))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trainer.compose import ConfigError, compose_config, env_entries, group_choices
@@ -70,9 +72,23 @@ def test_model_shortcut():
         (["actor_rollout_ref.actor.no_such_key=1"], "no_such_key"),
         (["trainer.device=tpu"], "auto, cpu, cuda"),
         (["notakeyvalue"], "key=value"),
+        (["trainer.device=cpu", 'turngym.warm_start.overrides=["optim.no_such_key=1"]'], "no_such_key"),
+        (["trainer.device=cpu", "turngym.warm_start.episodes=4"], "batch_size (16)"),
     ],
 )
 def test_bad_input_is_a_config_error_naming_choices(overrides, needle):
     with pytest.raises(ConfigError) as info:
         compose_config(overrides)
     assert needle in str(info.value)
+
+
+def test_warm_start_overrides_reach_verls_sft_config():
+    from trainer.warm_start import sft_config
+
+    cfg = compose_config(
+        ["env=text-game", "trainer.device=cpu", 'turngym.warm_start.overrides=["optim.lr_warmup_steps=3"]']
+    )
+    assert list(cfg.turngym.warm_start.overrides) == ["optim.lr_warmup_steps=3"]
+    ws = cfg.turngym.warm_start
+    sft = sft_config("m", Path("d.parquet"), Path("w"), "cpu", 1, 1e-3, 4, 0, 512, list(ws.overrides))
+    assert sft.optim.lr_warmup_steps == 3 and sft.engine.mixed_precision.param_dtype == "fp32"

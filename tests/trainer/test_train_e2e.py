@@ -23,6 +23,7 @@ SMALL = [
     "data.max_response_length=128",
     "turngym.warm_start.episodes=8",
     "turngym.warm_start.epochs=1",
+    "turngym.warm_start.batch_size=4",
     "trainer.logger=[console]",
 ]
 

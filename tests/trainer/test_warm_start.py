@@ -1,0 +1,95 @@
+"""Warm start: expert demonstrations read by verl's SFT dataset, and verl's SFT trainer run on CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainer.compose import compose_config, env_entries
+from trainer.embedded_model import build_embedded_model
+from trainer.expert_demos import expert_episode, write_demonstrations
+
+GROUPS = ["text-game", "tool-use", "math-tutor", "code-sandbox"]
+
+
+def _sft_dataset(demos: Path, tokenizer):
+    from omegaconf import OmegaConf
+
+    from trainer.expert_sft_dataset import ExpertSFTDataset
+
+    config = OmegaConf.create({"pad_mode": "no_padding", "max_length": 8192, "truncation": "error"})
+    return ExpertSFTDataset(str(demos), tokenizer, config)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_demonstrations_train_exactly_the_expert_turns(group, tmp_path):
+    """verl's dataset renders each row as the chat template renders the whole conversation
+    (its own sanity check raises otherwise) and trains only on the expert's replies."""
+    from transformers import AutoTokenizer
+
+    entries = env_entries(compose_config([f"env={group}", "trainer.device=cpu"]))
+    report = write_demonstrations(entries, tmp_path / "demos.parquet", episodes=6, seed=10_000)
+    assert report["episodes"] == 6
+    tokenizer = AutoTokenizer.from_pretrained(build_embedded_model())
+    dataset = _sft_dataset(tmp_path / "demos.parquet", tokenizer)
+    assert len(dataset) == 6
+    rows = dataset.dataframe.to_dict("records")
+    for index, row in enumerate(rows):
+        item = dataset[index]
+        convo, tools, _ = expert_episode(row["env_id"], _kwargs(entries, row["env_id"]), int(row["seed"]))
+        assert dataset.tools[index] == (tools or None)
+        trained = tokenizer.decode(item["input_ids"][item["loss_mask"].bool()])
+        replies = [m["content"] for m in convo if m["role"] == "assistant"]
+        # every reply, each followed by the template's end-of-turn token, and nothing else
+        assert trained == "".join(f"{r}<|im_end|>\n" for r in replies)
+
+
+def _kwargs(entries: list[dict], env_id: str) -> dict:
+    return next(dict(e["kwargs"]) for e in entries if e["id"] == env_id)
+
+
+@pytest.mark.slow
+def test_warm_start_runs_verls_sft_trainer_and_keeps_the_base_tokenizer(tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from trainer.warm_start import warm_start
+
+    base = build_embedded_model()
+    entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}}]
+    report = warm_start(base, tmp_path, entries, episodes=8, epochs=2, lr=5e-3, batch_size=4)
+    assert report["optimizer_steps"] == 4 and report["episodes"] == 8
+    assert report["loss_last"] < report["loss_first"]
+    model = Path(report["model"])
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json"):
+        assert (model / name).read_bytes() == (base / name).read_bytes()
+    before, after = load_file(base / "model.safetensors"), load_file(model / "model.safetensors")
+    assert before.keys() == after.keys()
+    assert all(after[k].dtype == torch.float32 for k in after)
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+    # finished: the second call reads the report instead of training again
+    (tmp_path / "sft.log").unlink()
+    assert warm_start(base, tmp_path, entries, episodes=8, epochs=2, lr=5e-3, batch_size=4) == report
+    assert not (tmp_path / "sft.log").exists()
+
+
+@pytest.mark.slow
+def test_a_failing_sft_run_reports_verls_error_and_leaves_no_model(tmp_path):
+    from trainer.warm_start import WarmStartError, finished_warm_start, warm_start
+
+    entries = [{"id": "wordle-v0", "weight": 1.0, "kwargs": {}}]
+    with pytest.raises(WarmStartError) as info:
+        warm_start(
+            build_embedded_model(),
+            tmp_path,
+            entries,
+            episodes=4,
+            batch_size=4,
+            max_length=32,
+            overrides=["data.truncation=error"],
+        )
+    assert "is larger than" in str(info.value) and "sft.log" in str(info.value)
+    assert finished_warm_start(tmp_path) is None and not (tmp_path / "model").exists()
+    assert "is larger than" in (tmp_path / "sft.log").read_text()  # the full log stays for the user

@@ -1,0 +1,70 @@
+"""Expert demonstrations: the envs' scripted experts played out as chat conversations for SFT.
+
+Written as parquet in the layout of verl's ``MultiTurnSFTDataset`` (``messages`` and ``tools``
+columns), so verl's SFT trainer reads them as they are. The tool schemas are the ones the
+rollout puts in the prompt, so the warm-started model sees the same opening tokens as in RL.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def expert_episode(
+    env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32
+) -> tuple[list[dict], list[dict], float]:
+    """Play one episode with the env's scripted expert: (messages, tool schemas, total reward)."""
+    import envs
+
+    env = envs.make(env_id, **env_kwargs)
+    try:
+        messages, _ = env.reset(seed=seed)
+        convo = [dict(m) for m in messages]
+        tools = list(getattr(env, "tool_schemas", None) or [])
+        total = 0.0
+        for _ in range(max_turns):
+            action = env.unwrapped.expert_action()
+            convo.append({"role": "assistant", "content": action})
+            observation, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                break
+            convo.extend(dict(m) for m in observation)
+        return convo, tools, total
+    finally:
+        env.close()
+
+
+def _sft_message(message: dict) -> dict[str, str]:
+    """A message reduced to role and content: parquet needs one schema for every row."""
+    return {"role": str(message["role"]), "content": str(message.get("content") or "")}
+
+
+def write_demonstrations(
+    entries: list[dict], path: str | Path, episodes: int, seed: int, with_tools: bool = True
+) -> dict[str, Any]:
+    """Write `episodes` expert conversations (envs drawn from the mixture `entries`) to parquet."""
+    import pandas as pd
+
+    from trainer.datasets import assign_envs
+
+    rows, returns = [], []
+    for index, entry in enumerate(assign_envs(entries, episodes, seed=seed)):
+        convo, tools, total = expert_episode(entry["id"], dict(entry.get("kwargs") or {}), seed + index)
+        rows.append(
+            {
+                "messages": [_sft_message(m) for m in convo],
+                # JSON text: parquet would merge the schemas of different tools into one struct
+                # (adding null fields); trainer.expert_sft_dataset decodes it.
+                "tools": json.dumps(tools) if with_tools and tools else None,
+                "env_id": entry["id"],
+                "seed": seed + index,
+            }
+        )
+        returns.append(total)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(path)
+    return {"episodes": len(rows), "expert_mean_return": sum(returns) / max(1, len(returns))}
