@@ -95,7 +95,7 @@ class HFEngine:
         self.pad_token_id = int(
             pad if pad is not None else (self.eos_token_ids[0] if self.eos_token_ids else 0)
         )
-        vocab = self.model.config.vocab_size
+        vocab = self.vocab_size = int(self.model.config.vocab_size)
         # Rows of a vocab padded for speed never hold real tokens; never sample them.
         self.valid_vocab = min(vocab, len(tokenizer)) if tokenizer is not None else vocab
         self._generator = torch.Generator(device="cpu").manual_seed(seed)
@@ -118,8 +118,9 @@ class HFEngine:
         prompt = [int(t) for t in prompt_ids]
         if not prompt:
             raise EngineRequestError("prompt_ids is empty")
-        bad = [t for t in prompt if not 0 <= t < self.model.config.vocab_size]
-        if bad:
+        # min/max first: a per-token check through the transformers config was ~5 % of a rollout
+        if min(prompt) < 0 or max(prompt) >= self.vocab_size:
+            bad = [t for t in prompt if not 0 <= t < self.vocab_size]
             raise EngineRequestError(f"prompt_ids holds ids outside the vocabulary: {bad[:5]}")
         room = self.max_positions - len(prompt)
         if room <= 0:

@@ -118,6 +118,9 @@ def test_bad_prompts_are_request_errors(hf_engine):
         asyncio.run(hf_engine.generate("x", prompt_ids=[], sampling_params={}))
     with pytest.raises(EngineRequestError):
         asyncio.run(hf_engine.generate("x", prompt_ids=[10**9], sampling_params={}))
+    for bad in (-1, hf_engine.vocab_size):
+        with pytest.raises(EngineRequestError, match=f"outside the vocabulary: \\[{bad}\\]"):
+            asyncio.run(hf_engine.generate("x", prompt_ids=[5, bad, 6], sampling_params={}))
 
 
 def test_sampling_params_accept_verl_and_sglang_names():
