@@ -141,9 +141,13 @@ def _worker_env(device: str) -> dict[str, str]:
     return env
 
 
-def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int) -> None:
-    """Run verl's SFT trainer in a child process, echoing its output; raise WarmStartError on failure."""
+def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int) -> list[float]:
+    """Run verl's SFT trainer in a child process, echoing each step's loss; returns the losses.
+
+    Raises WarmStartError when it fails.
+    """
     tail: deque[str] = deque(maxlen=40)
+    losses: list[float] = []
     command = [sys.executable, "-m", "trainer.warm_start_worker", str(config_file)]
     with log_file.open("w") as log:
         process = subprocess.Popen(
@@ -160,12 +164,14 @@ def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int
             tail.append(line)
             match = STEP_LOSS.search(line)
             if match:
-                print(f"[warm start] step {match[1]}/{total_steps}: loss {float(match[2]):.3f}", flush=True)
+                losses.append(float(match[2]))
+                print(f"[warm start] step {match[1]}/{total_steps}: loss {losses[-1]:.3f}", flush=True)
         code = process.wait()
     if code != 0:
         raise WarmStartError(
             f"verl's SFT trainer exited with {code} (full log: {log_file}); last lines:\n" + "".join(tail)
         )
+    return losses
 
 
 def _hf_model_dir(checkpoints: Path) -> Path:
@@ -203,16 +209,6 @@ def assemble_model(base_model: Path, trained: Path, dest: Path) -> Path:
         if path.is_file() and (_is_weight_file(path) or not from_base):
             shutil.copy2(path, dest / path.name)
     return dest
-
-
-def _training_summary(log_file: Path) -> dict[str, Any]:
-    """First and last train/loss and the number of steps, read from verl's console logger."""
-    losses = [float(m[2]) for m in STEP_LOSS.finditer(log_file.read_text(errors="replace"))]
-    return {
-        "optimizer_steps": len(losses),
-        "loss_first": losses[0] if losses else None,
-        "loss_last": losses[-1] if losses else None,
-    }
 
 
 def warm_start(
@@ -257,14 +253,16 @@ def warm_start(
     log_file = out_dir / "sft.log"
     # verl's sampler drops the last partial batch
     total_steps = config.trainer.total_training_steps or epochs * (episodes // batch_size)
-    _run_worker(config_file, device, log_file, total_steps)
+    losses = _run_worker(config_file, device, log_file, total_steps)
 
     model_dir = assemble_model(Path(base_model), _hf_model_dir(out_dir / "checkpoints"), out_dir / "model")
     report = {
         "base_model": str(base_model),
         "model": str(model_dir),
         **demos,
-        **_training_summary(log_file),
+        "optimizer_steps": len(losses),
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
         "seconds": round(time.time() - start_time, 1),
     }
     marker.write_text(json.dumps(report))
