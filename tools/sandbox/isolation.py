@@ -338,6 +338,7 @@ class RawRun:
     timed_out: bool
     truncated: bool
     duration_s: float
+    cancelled: bool = False  # stopped because the caller's `cancel` event was set
 
 
 def run_capped(
@@ -350,8 +351,9 @@ def run_capped(
     max_output_bytes: int,
     limits: Limits,
     uid: int | None,
+    cancel: threading.Event | None = None,
 ) -> RawRun:
-    """Run to completion or wall timeout; kill the whole group either way; keep at most the cap per stream."""
+    """Run to completion, wall timeout or `cancel`; kill the whole group either way; cap each stream."""
     start = time.perf_counter()
     proc = spawn(
         argv,
@@ -367,6 +369,7 @@ def run_capped(
     bufs = {out_fd: bytearray(), err_fd: bytearray()}
     truncated = False
     timed_out = False
+    cancelled = False
     sel = selectors.DefaultSelector()
     for fd in bufs:
         os.set_blocking(fd, False)
@@ -388,7 +391,12 @@ def run_capped(
             if now >= deadline:
                 timed_out = True
                 break
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
             wait = deadline - now if exited_at is None else 0.05
+            if cancel is not None:
+                wait = min(wait, 0.05)  # an Event cannot wake select(): poll it (cancel within 50 ms)
             for key, _ in sel.select(wait):
                 fd = key.fd
                 if fd == pidfd:
@@ -433,12 +441,13 @@ def run_capped(
                 with contextlib.suppress(OSError):
                     stream.close()
     return RawRun(
-        returncode=None if timed_out else proc.returncode,
+        returncode=None if timed_out or cancelled else proc.returncode,
         stdout=bytes(bufs[out_fd]),
         stderr=bytes(bufs[err_fd]),
         timed_out=timed_out,
         truncated=truncated,
         duration_s=time.perf_counter() - start,
+        cancelled=cancelled,
     )
 
 

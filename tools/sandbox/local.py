@@ -62,6 +62,10 @@ def _warn_once(key: str, message: str) -> None:
         log.warning(message)
 
 
+def _cancelled() -> SandboxResult:
+    return SandboxResult("sandbox_error", message="cancelled by the caller; its processes were killed")
+
+
 def default_python() -> str:
     """A Python an unprivileged uid can run: the system one if present, else this interpreter."""
     for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
@@ -153,8 +157,14 @@ class LocalSandbox:
         stdin: str | bytes | None = None,
         files: dict[str, str | bytes] | None = None,
         fetch_files: list[str] | None = None,
+        compile_timeout_s: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> SandboxResult:
-        """Run `code` once in a fresh sandbox; never raises for anything the code does."""
+        """Run `code` once in a fresh sandbox; never raises for anything the code does.
+
+        `compile_timeout_s` overrides the instance's for this call only; setting `cancel` stops the
+        run (its processes are killed) and returns a sandbox_error saying so.
+        """
         lang = LANGUAGES.get(language.lower())
         if lang is None:
             return SandboxResult(
@@ -163,6 +173,11 @@ class LocalSandbox:
             )
         timeout = float(timeout_s if timeout_s is not None else self.timeout_s)
         memory = int(memory_mb if memory_mb is not None else self.memory_mb)
+        compile_timeout = float(
+            compile_timeout_s if compile_timeout_s is not None else self.compile_timeout_s
+        )
+        if cancel is not None and cancel.is_set():
+            return _cancelled()
         try:
             slot = UidSlot()
         except RuntimeError as exc:
@@ -171,7 +186,17 @@ class LocalSandbox:
         try:
             workdir = make_workdir(slot.uid, self.workdir_base)
             return self._run_in(
-                lang, code, workdir, slot.uid, timeout, memory, stdin, files or {}, fetch_files or []
+                lang,
+                code,
+                workdir,
+                slot.uid,
+                timeout,
+                memory,
+                stdin,
+                files or {},
+                fetch_files or [],
+                compile_timeout,
+                cancel,
             )
         except Exception as exc:  # our own failure, not the code's
             return SandboxResult("sandbox_error", message=f"sandbox failed: {type(exc).__name__}: {exc}")
@@ -180,7 +205,9 @@ class LocalSandbox:
             if workdir is not None:
                 remove_workdir(workdir)
 
-    def _run_in(self, lang, code, workdir, uid, timeout, memory, stdin, files, fetch) -> SandboxResult:
+    def _run_in(
+        self, lang, code, workdir, uid, timeout, memory, stdin, files, fetch, compile_timeout, cancel=None
+    ) -> SandboxResult:
         source = {"python": "main.py", "bash": "main.sh", "c": "main.c", "cpp": "main.cpp"}[lang]
         write_files(workdir, {**files, source: code}, uid)
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
@@ -194,7 +221,9 @@ class LocalSandbox:
                 )
             flags = ["-O2", "-std=c11"] if lang == "c" else ["-O2", "-std=c++17"]
             argv = [compiler, *flags, "-o", f"{here}/main", f"{here}/{source}", "-lm"]
-            built = self._exec(argv, workdir, uid, None, self.compile_timeout_s, max(memory, 4096))
+            built = self._exec(argv, workdir, uid, None, compile_timeout, max(memory, 4096), cancel)
+            if built.cancelled:
+                return _cancelled()
             compile_output = (built.stdout + built.stderr).decode(errors="replace")
             if built.timed_out or built.returncode != 0:
                 why = (
@@ -214,7 +243,9 @@ class LocalSandbox:
             argv = [self.python, "-I", "-S", "-u", f"{here}/{source}"]
         else:
             argv = ["/bin/bash", f"{here}/{source}"]
-        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory)
+        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory, cancel)
+        if raw.cancelled:
+            return _cancelled()
         result = SandboxResult(
             status="ok",
             stdout=raw.stdout.decode(errors="replace"),
@@ -239,7 +270,7 @@ class LocalSandbox:
             result.files = read_files(workdir, fetch, self.max_output_bytes)
         return result
 
-    def _exec(self, argv, workdir, uid, stdin, timeout, memory):
+    def _exec(self, argv, workdir, uid, stdin, timeout, memory, cancel=None):
         command, cwd = self._command(argv, workdir)
         limits = Limits(
             cpu_s=math.ceil(timeout) + 1,
@@ -257,6 +288,7 @@ class LocalSandbox:
             max_output_bytes=self.max_output_bytes,
             limits=limits,
             uid=uid,
+            cancel=cancel,
         )
 
     def _exit_text(self, code: int | None) -> str:
