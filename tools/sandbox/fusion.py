@@ -19,8 +19,13 @@ class FusionSandbox:
     """Client for SandboxFusion (or `python -m tools.sandbox.serve`).
 
     The request is built with the `sandbox-fusion` client's model and posted as raw JSON so that
-    `memory_limit_MB` (which that model drops) reaches the server. Transport errors are retried;
-    code failures and sandbox errors are returned, never retried.
+    `memory_limit_MB` (which that model drops) reaches the server; that package's `run_code` is not
+    used because it retries every exception, so a run that timed out on the client would run again.
+
+    Only what cannot have run is retried: a connection that could not be made (`max_attempts` tries
+    with backoff), and a busy server's 429/503 with `Retry-After` (waiting up to `busy_wait_s` in
+    all). A read timeout, a dropped connection after the request went out, or any error answer is
+    returned as a `sandbox_error`, never retried: the run may have happened.
     """
 
     def __init__(
@@ -32,6 +37,7 @@ class FusionSandbox:
         compile_timeout_s: float = 10.0,
         max_attempts: int = 4,
         client_timeout_s: float | None = None,
+        busy_wait_s: float = 120.0,
     ) -> None:
         self.endpoint = (
             endpoint or os.environ.get("SANDBOX_FUSION_ENDPOINT") or "http://localhost:8080"
@@ -41,6 +47,7 @@ class FusionSandbox:
         self.compile_timeout_s = compile_timeout_s
         self.max_attempts = max_attempts
         self.client_timeout_s = client_timeout_s
+        self.busy_wait_s = busy_wait_s
         # Clients are reused: building one costs tens of ms (TLS context), more than a sandbox run.
         self._client = None
         self._aclients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -70,14 +77,16 @@ class FusionSandbox:
                 self._client.close()
                 self._client = None
 
-    def _body(self, code, language, timeout_s, memory_mb, stdin, files, fetch_files) -> dict[str, Any]:
+    def _body(
+        self, code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s
+    ) -> dict[str, Any]:
         from sandbox_fusion.models import RunCodeRequest
 
         request = RunCodeRequest(
             code=code,
             language=_LANG.get(language.lower(), language.lower()),
             run_timeout=timeout_s if timeout_s is not None else self.timeout_s,
-            compile_timeout=self.compile_timeout_s,
+            compile_timeout=compile_timeout_s if compile_timeout_s is not None else self.compile_timeout_s,
             stdin=stdin,
             files={
                 k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
@@ -93,12 +102,14 @@ class FusionSandbox:
         return self.client_timeout_s or body["run_timeout"] + body["compile_timeout"] + 30.0
 
     def _post(
-        self, code, language, timeout_s, memory_mb, stdin, files, fetch_files
+        self, code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s=None
     ) -> dict[str, Any] | SandboxResult:
         # `run` and `arun` differ only in how they wait, so the request (or the bad-request result)
         # is built once here for both.
         try:
-            body = self._body(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+            body = self._body(
+                code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s
+            )
         except Exception as exc:
             return SandboxResult("sandbox_error", message=f"bad request: {exc}")
         return {"url": f"{self.endpoint}/run_code", "json": body, "timeout": self._http_timeout(body)}
@@ -107,6 +118,30 @@ class FusionSandbox:
         return SandboxResult(
             "sandbox_error", message=f"cannot reach {self.endpoint}: {type(last).__name__}: {last}"
         )
+
+    def _next(
+        self, outcome, attempt: int, busy_waited: float, start: float
+    ) -> tuple[float, SandboxResult | None]:
+        """(seconds to wait before trying again, or the final result) for one attempt's outcome."""
+        import httpx
+
+        if isinstance(outcome, Exception):
+            # Only a connection never made is certain not to have run anything.
+            if isinstance(outcome, (httpx.ConnectError, httpx.ConnectTimeout)):
+                if attempt + 1 < self.max_attempts:
+                    return _backoff(attempt), None
+                return 0.0, self._unreachable(outcome)
+            why = "no answer in time" if isinstance(outcome, httpx.TimeoutException) else "connection lost"
+            return 0.0, SandboxResult(
+                "sandbox_error",
+                duration_s=time.perf_counter() - start,
+                message=f"{why} from {self.endpoint} ({type(outcome).__name__}); not retried: "
+                "the run may have happened",
+            )
+        retry_after = _retry_after(outcome)
+        if retry_after is not None and busy_waited + retry_after <= self.busy_wait_s:
+            return retry_after, None
+        return 0.0, _result(outcome, start)
 
     def run(
         self,
@@ -118,23 +153,30 @@ class FusionSandbox:
         stdin: str | None = None,
         files: dict[str, str | bytes] | None = None,
         fetch_files: list[str] | None = None,
+        compile_timeout_s: float | None = None,
     ) -> SandboxResult:
         """Run `code` on the server; never raises."""
         import httpx
 
-        post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+        post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s)
         if isinstance(post, SandboxResult):
             return post
         start = time.perf_counter()
-        last: Exception | None = None
         client = self._sync_client()
-        for attempt in range(self.max_attempts):
+        attempt, busy_waited = 0, 0.0
+        while True:
             try:
-                return _result(client.post(**post), start)
+                outcome = client.post(**post)
             except httpx.TransportError as exc:
-                last = exc
-                time.sleep(_backoff(attempt))
-        return self._unreachable(last)
+                outcome = exc
+            wait, result = self._next(outcome, attempt, busy_waited, start)
+            if result is not None:
+                return result
+            if isinstance(outcome, Exception):
+                attempt += 1
+            else:
+                busy_waited += wait
+            time.sleep(wait)
 
     async def arun(
         self,
@@ -146,27 +188,48 @@ class FusionSandbox:
         stdin: str | None = None,
         files: dict[str, str | bytes] | None = None,
         fetch_files: list[str] | None = None,
+        compile_timeout_s: float | None = None,
     ) -> SandboxResult:
         """Async twin of `run`."""
         import httpx
 
-        post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files)
+        post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s)
         if isinstance(post, SandboxResult):
             return post
         start = time.perf_counter()
-        last: Exception | None = None
         client = self._async_client()
-        for attempt in range(self.max_attempts):
+        attempt, busy_waited = 0, 0.0
+        while True:
             try:
-                return _result(await client.post(**post), start)
+                outcome = await client.post(**post)
             except httpx.TransportError as exc:
-                last = exc
-                await asyncio.sleep(_backoff(attempt))
-        return self._unreachable(last)
+                outcome = exc
+            wait, result = self._next(outcome, attempt, busy_waited, start)
+            if result is not None:
+                return result
+            if isinstance(outcome, Exception):
+                attempt += 1
+            else:
+                busy_waited += wait
+            await asyncio.sleep(wait)
 
 
 def _backoff(attempt: int) -> float:
     return min(0.2 * 2**attempt, 2.0)
+
+
+def _retry_after(response) -> float | None:
+    """Seconds a busy server (429/503 with Retry-After) asks us to wait, with jitter; else None."""
+    if response.status_code not in (429, 503):
+        return None
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None  # absent or an HTTP date: not a promise we can act on safely
+    import random
+
+    # Jitter so clients refused together do not all come back in the same instant.
+    return max(0.0, seconds) * (1.0 + 0.5 * random.random())
 
 
 def _result(response, start: float) -> SandboxResult:
@@ -184,7 +247,7 @@ def from_fusion(http_status: int, text: str, duration_s: float) -> SandboxResult
             "sandbox_error", message=f"server answered HTTP {http_status} with non-JSON: {text[:200]}"
         )
     if http_status != 200 or not isinstance(data, dict) or "status" not in data:
-        detail = data.get("message") or data.get("detail") if isinstance(data, dict) else data
+        detail = (data.get("message") or data.get("detail")) if isinstance(data, dict) else data
         return SandboxResult("sandbox_error", message=f"server answered HTTP {http_status}: {detail}")
     files = {k: base64.b64decode(v) for k, v in (data.get("files") or {}).items() if v is not None}
     if data["status"] == "SandboxError":
