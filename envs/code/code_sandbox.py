@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envs.assistant_turn import AssistantTurn
+from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.messages import system, user
 from envs.run_sync import run_sync
@@ -29,8 +30,12 @@ class SubmissionOutcome:
 class CodeSandboxEnv(TextEnv):
     """A problem with visible examples; `python` runs code (at most `max_runs` times), `submit` ends it.
 
-    The submission runs against the hidden tests in one sandbox run; the reward is the fraction passed
-    (`binary_reward=True`: 1 only when all pass). `failed_run_penalty` is subtracted for each `python`
+    The reward is 1 when every hidden test passes, else 0. `binary_reward=False` pays the fraction passed
+    instead, which also pays trivial answers (a constant `False` passes 7 of 9 `valid_ipv4` tests), so
+    a policy can farm it; use it for evaluation, not as a training reward.
+    The submission runs on the hidden tests' inputs in its own sandboxed process; its results come back
+    as plain data and are compared with the expected values in this process (`envs.code.grader`), so
+    nothing the submission does inside the sandbox can forge a pass. `failed_run_penalty` is subtracted for each `python`
     run that fails. Hidden tests never appear in the conversation: the agent learns only how many
     passed and the kinds of failure. A reply without tool calls whose text holds a ```python block is
     taken as a submission too (`submit_code_blocks=False` turns this off).
@@ -44,6 +49,7 @@ class CodeSandboxEnv(TextEnv):
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
     action_help = "Call `python` to test code or `submit` with your complete solution."
+    reset_options = {"problem_id": str, "index": int, "tier": str}
     system_prompt = (
         "You are an expert Python programmer. Solve the problem. You may test code with the `python` tool; "
         "when you are confident, call `submit` with your complete solution."
@@ -55,7 +61,7 @@ class CodeSandboxEnv(TextEnv):
         problems: str | Path | list[CodeProblem] | None = None,
         tier: str | None = None,
         max_runs: int = 8,
-        binary_reward: bool = False,
+        binary_reward: bool = True,
         failed_run_penalty: float = 0.0,
         per_test_timeout_s: float = 4.0,
         run_timeout_s: float = 10.0,
@@ -157,8 +163,12 @@ class CodeSandboxEnv(TextEnv):
         if problem.examples:
             shown = []
             for ex in problem.examples:
-                if isinstance(ex, dict):
+                if isinstance(ex, dict) and "output" in ex:
                     shown.append(f"Input:\n{ex['input'].rstrip()}\nOutput:\n{ex['output'].rstrip()}")
+                elif isinstance(ex, dict):
+                    case = parse_case(ex, problem.entry_point, problem.id)
+                    call = ", ".join([*map(repr, case.args), *(f"{k}={v!r}" for k, v in case.kwargs.items())])
+                    shown.append(f"assert {case.entry_point}({call}) == {case.expected!r}")
                 else:
                     shown.append(ex)
             parts.append(

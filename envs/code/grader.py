@@ -1,76 +1,34 @@
-"""Grading a submission against tests in one sandbox run (all tests batched in a small harness)."""
+"""Grading a submission against hidden tests, with nothing the submission can reach deciding the score.
+
+The submission runs in its own sandboxed process; it is given test inputs only. Function problems: one
+sandbox run calls the function on every input (`function_runner.py`) and prints the results as Python
+literals; program problems: one sandbox run per test, stdin in, stdout out. The grader, in its own
+process, decodes what came back into plain values and compares them with the expected values, which
+never enter the sandbox. Whatever the submission does to its own interpreter, the only thing it can
+change is the answers it reports.
+"""
 
 from __future__ import annotations
 
-import json
-import secrets
+import ast
+import asyncio
+import builtins
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+from envs.code.cases import FunctionCase, ProgramCase, normalize_output, parse_case, same_value
 from envs.code.problems import CodeProblem
 
-# The harness runs inside the sandbox. It keeps a private handle on the real stdout before any
-# submitted code runs, times each test with SIGALRM, and reports one line prefixed with a per-run
-# nonce so nothing the submission prints can pass for the report.
-HARNESS = r"""
-import contextlib, io, json, os, signal, sys
-_cfg = json.loads(sys.stdin.read())
-_report = os.fdopen(os.dup(1), "w")
-_nonce, _tests, _limit, _program = _cfg["nonce"], _cfg["tests"], _cfg["per_test_s"], _cfg["program"]
-with open("solution.py") as _f:
-    _source = _f.read()
-del _cfg
-_results = []
-
-def _timeout(signum, frame):
-    raise TimeoutError("time limit exceeded")
-
-signal.signal(signal.SIGALRM, _timeout)
-
-def _run(fn):
-    sink = io.StringIO()
-    signal.setitimer(signal.ITIMER_REAL, _limit)
-    try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
-            fn()
-        return None, sink.getvalue()
-    except SystemExit as e:
-        return (None if e.code in (None, 0) else "SystemExit"), sink.getvalue()
-    except BaseException as e:
-        return type(e).__name__, sink.getvalue()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-def _norm(text):
-    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines()).rstrip()
-
-try:
-    _code = compile(_source, "solution.py", "exec")
-except BaseException as e:
-    _code, _compile_error = None, type(e).__name__
-if _code is None:
-    _results = [_compile_error] * len(_tests)
-elif _program:
-    for _t in _tests:
-        def _one(_t=_t):
-            sys.stdin = io.StringIO(_t["input"])
-            exec(_code, {"__name__": "__main__"})
-        _err, _out = _run(_one)
-        if _err is None and _norm(_out) != _norm(_t["output"]):
-            _err = "WrongAnswer"
-        _results.append(_err)
-else:
-    _ns = {"__name__": "solution"}
-    _err, _ = _run(lambda: exec(_code, _ns))
-    if _err is not None:
-        _results = [_err] * len(_tests)
-    else:
-        for _t in _tests:
-            _results.append(_run(lambda _t=_t: exec(_t, _ns))[0])
-_report.write(_nonce + json.dumps(_results) + "\n")
-_report.flush()
-os._exit(0)
-"""
+_RUNNER = Path(__file__).with_name("function_runner.py")
+_MAX_RESULT_CHARS = 1 << 20
+# Failure kinds shown to the agent come from this fixed vocabulary, so a submission cannot smuggle
+# anything about the hidden inputs into the conversation through an exception's name.
+_RUNNER_KINDS = frozenset({"Timeout", "NotPlainData", "CompileError", "NoFunction"})
+_BUILTIN_KINDS = frozenset(
+    n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+)
 
 
 @dataclass
@@ -109,39 +67,109 @@ class GradeReport:
         return text
 
 
-def harness_run(
-    problem: CodeProblem, solution: str, tests: list | tuple, per_test_s: float
-) -> dict[str, Any]:
-    """The sandbox request (code, stdin, files) that grades `solution` on `tests`, plus its nonce."""
-    nonce = f"@@turngym-report-{secrets.token_hex(16)}@@"
-    stdin = json.dumps(
-        {"nonce": nonce, "tests": list(tests), "per_test_s": per_test_s, "program": problem.is_program}
-    )
-    return {"code": HARNESS, "stdin": stdin, "files": {"solution.py": solution}, "nonce": nonce}
+@cache
+def runner_source() -> str:
+    """The sandbox-side program that calls a submitted function on the inputs."""
+    return _RUNNER.read_text()
 
 
-def read_report(result: Any, nonce: str, n_tests: int) -> GradeReport:
-    """Turn the sandbox result into a GradeReport (every test failed when no report came back)."""
-    outcomes: list[str | None] | None = None
-    for line in reversed((result.stdout or "").splitlines()):
-        if line.startswith(nonce):
-            try:
-                parsed = json.loads(line[len(nonce) :])
-            except ValueError:
-                break
-            if isinstance(parsed, list) and len(parsed) == n_tests:
-                outcomes = [None if o is None else str(o) for o in parsed]
-            break
-    status, message = "ok", ""
-    if outcomes is None:
-        outcomes = ["NoReport"] * n_tests
-        status = result.status if result.status != "ok" else "error"
-        message = result.message or "the program ended before the tests finished"
+def cases_of(problem: CodeProblem, tests: list | tuple | None = None) -> list[FunctionCase | ProgramCase]:
+    """The problem's tests (default: the hidden ones) as cases with expected values."""
+    chosen = problem.tests if tests is None else tests
+    return [parse_case(t, problem.entry_point, f"{problem.id} test {i}") for i, t in enumerate(chosen)]
+
+
+def failure_kind(name: str) -> str:
+    """A failure name reported from the sandbox, limited to a fixed vocabulary."""
+    return name if name in _RUNNER_KINDS or name in _BUILTIN_KINDS else "Exception"
+
+
+def decode_result(text: str) -> tuple[bool, Any]:
+    """(True, value) when `text` is a Python literal of plain values, else (False, None)."""
+    if len(text) > _MAX_RESULT_CHARS:
+        return False, None
+    try:
+        return True, ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def read_function_results(stdout: str, cases: list[FunctionCase]) -> list[str | None]:
+    """Outcome per case from the runner's lines; a missing or repeated line fails that case."""
+    lines: dict[int, list[tuple[str, str]]] = {}
+    for line in stdout.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) != 3 or not parts[0].isdecimal() or len(parts[0]) > 6:
+            continue
+        lines.setdefault(int(parts[0]), []).append((parts[1], parts[2]))
+    outcomes: list[str | None] = []
+    for index, case in enumerate(cases):
+        got = lines.get(index, [])
+        if len(got) != 1:
+            outcomes.append("NoResult")
+            continue
+        tag, payload = got[0]
+        if tag == "err":
+            outcomes.append(failure_kind(payload))
+            continue
+        ok, value = decode_result(payload) if tag == "ok" else (False, None)
+        if not ok:
+            outcomes.append("NotPlainData")
+        else:
+            outcomes.append(None if same_value(value, case.expected) else "WrongAnswer")
+    return outcomes
+
+
+def _tally(outcomes: list[str | None]) -> dict[str, int]:
     errors: dict[str, int] = {}
     for o in outcomes:
         if o is not None:
             errors[o] = errors.get(o, 0) + 1
-    return GradeReport(outcomes, status, message, float(result.duration_s or 0.0), errors)
+    return errors
+
+
+async def _grade_function(
+    sandbox: Any, solution: str, cases: list[FunctionCase], per_test_s: float
+) -> GradeReport:
+    config = {
+        "entry": cases[0].entry_point,
+        "limit_s": per_test_s,
+        "inputs": [(c.args, c.kwargs) for c in cases],
+    }
+    result = await sandbox.arun(
+        runner_source(),
+        "python",
+        stdin=repr(config),
+        files={"solution.py": solution},
+        timeout_s=per_test_s * (len(cases) + 1) + 5.0,
+    )
+    outcomes = read_function_results(result.stdout or "", cases)
+    status, message = "ok", ""
+    if result.status == "sandbox_error":
+        status, message = "sandbox_error", result.message
+    elif any(o == "NoResult" for o in outcomes) and result.status != "ok":
+        status, message = result.status, result.message or "the program ended before the tests finished"
+    return GradeReport(outcomes, status, message, float(result.duration_s or 0.0), _tally(outcomes))
+
+
+async def _grade_program(
+    sandbox: Any, solution: str, cases: list[ProgramCase], per_test_s: float
+) -> GradeReport:
+    async def one(case: ProgramCase) -> tuple[str | None, Any]:
+        result = await sandbox.arun(solution, "python", stdin=case.input, timeout_s=per_test_s)
+        if result.status == "timeout":
+            return "Timeout", result
+        if result.status != "ok" or result.exit_code != 0:
+            return ("SandboxError" if result.status == "sandbox_error" else "RuntimeError"), result
+        same = normalize_output(result.stdout or "") == normalize_output(case.output)
+        return (None if same and not result.truncated else "WrongAnswer"), result
+
+    done = await asyncio.gather(*(one(c) for c in cases))
+    outcomes = [o for o, _ in done]
+    errors = [r for o, r in done if o == "SandboxError"]
+    status, message = ("sandbox_error", errors[0].message) if errors else ("ok", "")
+    duration = sum(float(r.duration_s or 0.0) for _, r in done)
+    return GradeReport(outcomes, status, message, duration, _tally(outcomes))
 
 
 async def grade(
@@ -151,11 +179,14 @@ async def grade(
     tests: list | tuple | None = None,
     per_test_s: float = 4.0,
 ) -> GradeReport:
-    """Run `solution` against `tests` (default: the hidden tests) in one sandbox run."""
-    tests = list(problem.tests if tests is None else tests)
-    req = harness_run(problem, solution, tests, per_test_s)
-    total_s = per_test_s * (len(tests) + 1) + 5.0
-    result = await sandbox.arun(
-        req["code"], "python", stdin=req["stdin"], files=req["files"], timeout_s=total_s
-    )
-    return read_report(result, req["nonce"], len(tests))
+    """Run `solution` on the inputs of `tests` (default: the hidden tests) and score what comes back."""
+    cases = cases_of(problem, tests)
+    function_cases = [c for c in cases if isinstance(c, FunctionCase)]
+    program_cases = [c for c in cases if isinstance(c, ProgramCase)]
+    if function_cases and program_cases:
+        raise ValueError(f"{problem.id}: mixes function and program tests; use one kind per problem")
+    if program_cases:
+        return await _grade_program(sandbox, solution, program_cases, per_test_s)
+    if len({c.entry_point for c in function_cases}) > 1:
+        raise ValueError(f"{problem.id}: tests call more than one function")
+    return await _grade_function(sandbox, solution, function_cases, per_test_s)

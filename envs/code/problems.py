@@ -8,6 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from envs.code.cases import CaseError, FunctionCase, normalize_output, parse_case, same_value
+
 BUNDLED = Path(__file__).parent / "data" / "problems.jsonl"
 TIERS = ("easy", "medium", "hard")
 
@@ -16,9 +18,11 @@ TIERS = ("easy", "medium", "hard")
 class CodeProblem:
     """A problem statement, visible examples, hidden tests and (optionally) a reference solution.
 
-    A test is either a Python statement run after the solution (usually `assert f(x) == y`; it passes
-    when it raises nothing) or `{"input": ..., "output": ...}`: the solution runs as a program with that
-    standard input and must print that output (trailing whitespace ignored).
+    A function test is `assert f(<args>) == <expected>` (literal arguments and value) or
+    `{"args": [...], "kwargs": {...}, "expected": ...}`: the function's result must equal the expected
+    value, types included. A program test is `{"input": ..., "output": ...}`: the solution runs as a
+    program with that standard input and must print that output (trailing whitespace ignored). Either
+    way the grader compares in its own process (see `envs.code.grader`).
     """
 
     id: str
@@ -33,7 +37,7 @@ class CodeProblem:
     @property
     def is_program(self) -> bool:
         """True when the tests feed standard input and compare standard output."""
-        return any(isinstance(t, dict) for t in self.tests)
+        return any(isinstance(t, dict) and "output" in t for t in self.tests)
 
 
 class ProblemFileError(ValueError):
@@ -49,9 +53,22 @@ def _check_test(test: Any, where: str) -> str | dict[str, str]:
         and isinstance(test.get("output"), str)
     ):
         return {"input": test.get("input", ""), "output": test["output"]}
+    if isinstance(test, dict) and "expected" in test:
+        return test
     raise ProblemFileError(
-        f"{where}: a test must be a Python statement or {{'input': str, 'output': str}}, got {test!r:.80}"
+        f"{where}: a test must be `assert f(...) == value`, {{'args': [...], 'expected': ...}} or "
+        f"{{'input': str, 'output': str}}, got {test!r:.80}"
     )
+
+
+def _check_not_constant(cases: list, where: str) -> None:
+    # A problem whose tests all expect the same answer pays a policy that ignores the input.
+    wanted = [c.expected if isinstance(c, FunctionCase) else normalize_output(c.output) for c in cases]
+    if all(same_value(w, wanted[0]) for w in wanted[1:]):
+        raise ProblemFileError(
+            f"{where}: every test expects the same answer ({wanted[0]!r:.60}), so a constant answer would pass; "
+            "add tests with different expected values"
+        )
 
 
 def problem_from_dict(row: Any, where: str) -> CodeProblem:
@@ -68,11 +85,19 @@ def problem_from_dict(row: Any, where: str) -> CodeProblem:
         raise ProblemFileError(f"{where}: `reference` must be a string of code")
     tier = row.get("tier", "medium")
     checked = tuple(_check_test(t, where) for t in tests)
-    kinds = {isinstance(t, dict) for t in checked}
+    kinds = {isinstance(t, dict) and "output" in t for t in checked}
     if len(kinds) > 1:
         raise ProblemFileError(
-            f"{where}: mix of statement tests and input/output tests; use one kind per problem"
+            f"{where}: mix of function tests and input/output tests; use one kind per problem"
         )
+    entry_point = row.get("entry_point")
+    try:  # read every test as data now, so a file the grader cannot check fails at load, not mid-run
+        names = {getattr(parse_case(t, entry_point, where), "entry_point", None) for t in checked}
+    except CaseError as exc:
+        raise ProblemFileError(str(exc)) from None
+    _check_not_constant([parse_case(t, entry_point, where) for t in checked], where)
+    if len(names - {None}) > 1:
+        raise ProblemFileError(f"{where}: tests call more than one function: {sorted(names - {None})}")
     known = {"id", "prompt", "tests", "examples", "reference", "tier", "entry_point"}
     return CodeProblem(
         id=str(row.get("id", where.rsplit(":", 1)[-1])),

@@ -71,7 +71,7 @@ def test_hidden_tests_never_reach_the_agent():
 
 
 def test_correct_submission_scores_one_and_wrong_less():
-    env = envs.make("code-sandbox-v0")
+    env = envs.make("code-sandbox-v0", binary_reward=False)
     env.reset(seed=0, options={"problem_id": "fizzbuzz"})
     _, reward, terminated, _, info = submit(env, env.unwrapped.problem.reference)
     assert terminated and reward == 1.0 and info["success"] and info["tests_passed"] == info["tests_total"]
@@ -79,13 +79,13 @@ def test_correct_submission_scores_one_and_wrong_less():
     half = "def fizzbuzz(n):\n    return [str(i) for i in range(1, n + 1)]\n"
     messages, reward, terminated, _, info = submit(env, half)
     assert terminated and 0 < reward < 1 and not info["success"]
-    assert "AssertionError" in messages[-1]["content"] and "assert" not in messages[-1]["content"]
+    assert "WrongAnswer" in messages[-1]["content"] and "assert" not in messages[-1]["content"]
     env.reset(seed=0, options={"problem_id": "fizzbuzz"})
     assert submit(env, "def fizzbuzz(n):\n    return None\n")[1] == 0.0
 
 
-def test_binary_reward_and_program_problems():
-    env = envs.make("code-sandbox-v0", binary_reward=True)
+def test_binary_reward_by_default_and_program_problems():
+    env = envs.make("code-sandbox-v0")
     env.reset(seed=0, options={"problem_id": "star-triangle"})
     assert "Input:" in env.unwrapped.transcript[-1]["content"]
     assert submit(env, "n = int(input())\nfor i in range(1, n + 1):\n    print('*' * i)\n")[1] == 1.0
@@ -168,7 +168,11 @@ def test_users_jsonl_problems(tmp_path):
             "tests": ["assert double(2) == 4", "assert double(-1) == -2"],
             "reference": "def double(x):\n    return 2 * x\n",
         },
-        {"id": "echo", "prompt": "Print the input line.", "tests": [{"input": "hi\n", "output": "hi\n"}]},
+        {
+            "id": "echo",
+            "prompt": "Print the input line.",
+            "tests": [{"input": "hi\n", "output": "hi\n"}, {"input": "yo\n", "output": "yo\n"}],
+        },
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     env = envs.make("code-sandbox-v0", problems=str(path))
@@ -188,12 +192,18 @@ def test_users_jsonl_problems(tmp_path):
         ('{"tests": ["assert 1"]}', "`prompt` must be a non-empty string"),
         ('{"prompt": "p", "tests": []}', "`tests` must be a non-empty list"),
         ('{"prompt": "p", "tests": [5]}', "a test must be"),
-        ('{"prompt": "p", "tests": ["assert 1", {"input": "", "output": ""}]}', "mix of statement tests"),
+        ('{"prompt": "p", "tests": ["assert f(1) == 2", {"input": "", "output": ""}]}', "mix of function"),
+        ('{"prompt": "p", "tests": ["assert f(1) == 2", "assert f(2) == 2"]}', "constant answer would pass"),
+        ('{"prompt": "p", "tests": ["assert f(1) == 2"]}', "constant answer would pass"),
+        ('{"prompt": "p", "tests": ["assert 1", "assert 2"]}', "unsupported test"),
+        ('{"prompt": "p", "tests": ["assert f(1) > 2", "assert f(2) == 3"]}', "unsupported test"),
+        ('{"prompt": "p", "tests": ["assert f(open(1)) == 2", "assert f(2) == 3"]}', "uses names other"),
+        ('{"prompt": "p", "tests": ["assert f(1) == 2", "assert g(2) == 3"]}', "more than one function"),
     ],
 )
 def test_bad_problem_files_name_the_line(tmp_path, line, problem):
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"prompt": "ok", "tests": ["assert True"]}\n' + line + "\n")
+    path.write_text('{"prompt": "ok", "tests": ["assert f(1) == 1", "assert f(2) == 4"]}\n' + line + "\n")
     with pytest.raises(ProblemFileError, match=f"bad.jsonl:2: .*{problem}"):
         load_problems(path)
 
