@@ -23,6 +23,13 @@ class MathTutorEnv(InteractionEnv):
         "final answer on the last line as `Answer: <number>`."
     )
     action_help = "End your reply with `Answer: <your answer>`."
+    reset_options = {
+        "difficulty": ("easy", "medium", "hard"),
+        "question": str,
+        "answer": (int, float, str),
+        "hints": (list, tuple),
+        "solution": str,
+    }
 
     def __init__(
         self,

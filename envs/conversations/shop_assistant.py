@@ -69,6 +69,7 @@ class ShopAssistantEnv(InteractionEnv):
         "You are a shop assistant. Find out what the customer needs by asking questions, search the "
         "catalogue with your tools, and place an order for a product that meets all their wishes."
     )
+    reset_options = {"difficulty": ("easy", "medium", "hard"), "goal": dict, "opening": str}
 
     def __init__(
         self,

@@ -28,6 +28,7 @@ class GuessNumberEnv(TextGame[int]):
         "hard": {"low": 1, "high": 1000, "max_guesses": 12},
     }
     action_tool_name = "guess"
+    reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden number."
     action_help = "Reply with your guess: one whole number."
 

@@ -115,6 +115,7 @@ class MazeEnv(TextGame[list[str]]):
         "hard": {"rows": 7, "cols": 7, "max_moves": 150},
     }
     action_tool_name = "move"
+    reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Move through the maze: one or more steps, applied in order."
     action_help = "Reply with moves: up, down, left or right, separated by spaces."
     #: How many moves the scripted expert sends per reply.

@@ -58,6 +58,7 @@ class WordleEnv(TextGame[str]):
         "hard": {"pool": 800, "max_tries": 6},
     }
     action_tool_name = "guess"
+    reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden 5-letter word."
     action_help = "Reply with one 5-letter English word."
     #: Full-strength rewards up to this many tries.

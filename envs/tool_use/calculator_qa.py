@@ -17,6 +17,7 @@ class CalculatorQAEnv(ToolQAEnv):
 
     tool_names = ("calculator",)
     difficulties = ("medium", "easy", "hard")
+    reset_options = {"difficulty": ("easy", "medium", "hard"), "expression": str}
 
     def make_question(self, difficulty: str, options: dict[str, Any]) -> Question:
         """Draw a question; `options={"expression": ...}` poses that expression instead."""

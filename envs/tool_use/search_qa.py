@@ -26,6 +26,7 @@ class SearchQAEnv(ToolQAEnv):
 
     tool_names = ("search", "calculator")
     difficulties = ("easy", "hard")
+    reset_options = {"difficulty": ("easy", "hard"), "question_id": str}
 
     def make_question(self, difficulty: str, options: dict[str, Any]) -> Question:
         """A bundled question of the tier (`options={"question_id": ...}` picks one)."""
