@@ -41,12 +41,22 @@ class AssistantTurn:
                     "type": "function",
                     "function": {
                         "name": c.name,
-                        "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
+                        "arguments": c.arguments if isinstance(c.arguments, str) else _dumps(c.arguments),
                     },
                 }
                 for c in self.tool_calls
             ]
         return message
+
+
+def _dumps(value: Any) -> str:
+    # Arguments are depth-checked when read, but a turn can be built by hand: this must never raise.
+    try:
+        return json.dumps(value)
+    except RecursionError:
+        return '"[arguments nested too deeply to show]"'
+    except (TypeError, ValueError) as e:
+        return json.dumps(f"[arguments that are not JSON: {e}]")
 
 
 def read_action(action: Any, *, max_chars: int, tool_call_format: str | None = "hermes") -> AssistantTurn:
@@ -86,7 +96,7 @@ def _may_hold_tool_calls(text: str, tool_call_format: str) -> bool:
 def _read_message(message: dict, *, max_chars: int, tool_call_format: str | None) -> AssistantTurn:
     role = message.get("role", "assistant")
     if role != "assistant":
-        raise InvalidAction(f"an action message must have role 'assistant', got {role!r}")
+        raise InvalidAction(f"an action message must have role 'assistant', got {_short_repr(role)}")
     content = message.get("content") or ""
     if not isinstance(content, str):
         raise InvalidAction(f"message content must be a string, got {type(content).__name__}")
@@ -99,15 +109,29 @@ def _read_message(message: dict, *, max_chars: int, tool_call_format: str | None
         raise InvalidAction(f"tool_calls must be a list, got {type(raw_calls).__name__}")
     calls: list[ToolCallRequest] = []
     errors: list[str] = []
+    # The whole turn (text plus every call's name and arguments) shares the reply's size limit, as the
+    # same turn written as text would; the running total stops a million-call list early.
+    size = len(content)
     for i, raw in enumerate(raw_calls):
         try:
-            calls.append(_read_call(raw, i))
+            call, chars = _read_call(raw, i)
         except InvalidAction as e:
             errors.append(str(e))
+            size += 1
+        else:
+            calls.append(call)
+            size += chars
+        if size > max_chars:
+            raise InvalidAction(
+                f"the reply's text and tool calls are over {max_chars} characters (the limit) by tool call "
+                f"{i + 1} of {len(raw_calls)}"
+            )
     return AssistantTurn(_CONTROL_CHARS.sub("", content), tuple(calls), tuple(errors))
 
 
-def _read_call(raw: Any, index: int) -> ToolCallRequest:
+def _read_call(raw: Any, index: int) -> tuple[ToolCallRequest, int]:
+    from tools.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, depth_exceeds
+
     if not isinstance(raw, dict):
         raise InvalidAction(f"tool call {index} must be an object, got {type(raw).__name__}")
     fn = raw.get("function", raw)
@@ -120,6 +144,43 @@ def _read_call(raw: Any, index: int) -> ToolCallRequest:
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict | str):
-        raise InvalidAction(f"tool call {index} ({name}): arguments must be an object or a JSON string")
-    call_id = raw.get("id") or f"call_{index}"
-    return ToolCallRequest(str(call_id), name, arguments)
+        raise InvalidAction(
+            f"tool call {index} ({_short(name)}): arguments must be an object or a JSON string"
+        )
+    if isinstance(arguments, dict) and depth_exceeds(arguments, MAX_JSON_DEPTH - 1):
+        raise InvalidAction(
+            f"tool call {index} ({_short(name)}): arguments nested deeper than the limit of {MAX_JSON_DEPTH} levels"
+        )
+    if isinstance(arguments, str):
+        try:
+            check_depth(arguments, len(arguments) - len(arguments.lstrip()))
+        except JSONTooDeep as e:
+            raise InvalidAction(f"tool call {index} ({_short(name)}): arguments {e.msg}") from None
+    # Ids are echoed into tool messages: only short strings or machine-size integers are kept as given.
+    call_id = raw.get("id")
+    if isinstance(call_id, int) and not isinstance(call_id, bool) and call_id.bit_length() <= 64:
+        call_id = str(call_id)
+    if not isinstance(call_id, str) or not call_id or len(call_id) > 256:
+        call_id = f"call_{index}"
+    request = ToolCallRequest(call_id, name, arguments)
+    return request, len(name) + len(request.id) + _argument_chars(arguments, index, name)
+
+
+def _argument_chars(arguments: dict | str, index: int, name: str) -> int:
+    if isinstance(arguments, str):
+        return len(arguments)
+    try:
+        return len(json.dumps(arguments))
+    except (TypeError, ValueError, RecursionError) as e:
+        raise InvalidAction(f"tool call {index} ({_short(name)}): arguments are not JSON ({e})") from None
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    try:
+        return _short(repr(value), limit)
+    except RecursionError:
+        return f"a deeply nested {type(value).__name__}"

@@ -44,6 +44,9 @@ class EnvSpec:
 
 _REGISTRY: dict[str, EnvSpec] = {}
 
+# TextEnv's own limits: env classes need not list them in their constructors, `make` applies them after.
+TURN_LIMIT_KWARGS = ("max_action_chars", "max_tool_calls_per_turn", "max_tool_time_s")
+
 
 def register(
     id: str,
@@ -94,12 +97,20 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     """Build a registered env wrapped with its turn limit and action-format penalty.
 
     `max_turns` and `format_penalty` override the spec's; other kwargs override its constructor defaults
-    (e.g. `difficulty="hard"`, `tools="my_tools.yaml"`).
+    (e.g. `difficulty="hard"`, `tools=["python"]` or `tools="my_tools.yaml"`). `max_tool_calls_per_turn`,
+    `max_tool_time_s` and `max_action_chars` set the env's per-turn limits (see `TextEnv`).
     """
     from envs.wrappers import ActionFormat, MaxTurns
 
     env_spec = spec(id)
-    env = env_spec.load()(**{**env_spec.kwargs, **kwargs})
+    merged = {**env_spec.kwargs, **kwargs}
+    limits = {k: merged.pop(k) for k in TURN_LIMIT_KWARGS if k in merged}
+    env = env_spec.load()(**merged)
+    if limits:
+        set_limits = getattr(env.unwrapped, "set_turn_limits", None)
+        if set_limits is None:
+            raise TypeError(f"{id}: {', '.join(limits)} only apply to TextEnv-based envs")
+        set_limits(**limits)
     env.unwrapped.spec = gymnasium.spec(env_spec.gym_id)
     env.unwrapped.turngym_spec = env_spec
     penalty = env_spec.format_penalty if format_penalty is None else format_penalty

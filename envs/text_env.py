@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import gymnasium as gym
 
 from envs.assistant_turn import AssistantTurn, ToolCallRequest, read_action
-from envs.errors import InvalidAction
+from envs.errors import InvalidAction, InvalidOptions, ResetNeeded
 from envs.messages import Message, tool_result, user
 from envs.run_sync import run_sync
 from envs.spaces import AssistantAction, ChatMessages
@@ -18,6 +20,12 @@ from envs.step_result import StepResult
 
 if TYPE_CHECKING:
     from tools import Tool, ToolResult
+
+T = TypeVar("T")
+
+#: Defaults of the per-turn tool limits (see `TextEnv.set_turn_limits`).
+DEFAULT_MAX_TOOL_CALLS_PER_TURN = 8
+DEFAULT_MAX_TOOL_TIME_S = 30.0
 
 
 class TextEnv(gym.Env):
@@ -29,7 +37,11 @@ class TextEnv(gym.Env):
     to the env's tools (its own plus any given by list or YAML path); results come back as `tool`
     messages. An action the env cannot read never raises: the reply says what was wrong and
     `info["format_error"]` is set. Subclasses implement `_reset` and `_respond` (and may add tools
-    through `own_tools`).
+    through `own_tools`) and declare the `reset(options=...)` keys they read in `reset_options`.
+
+    Per turn at most `max_tool_calls_per_turn` calls run, within `max_tool_time_s` seconds of tool time in
+    all; calls over either limit get a "Not run: ..." tool message. After the episode ends, `step` takes
+    no action and pays nothing until `reset`; `step` before the first `reset` raises `ResetNeeded`.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -37,29 +49,73 @@ class TextEnv(gym.Env):
     tool_call_format: str | None = "hermes"
     #: What the agent is told about the expected reply when its reply cannot be used.
     action_help: str = ""
+    #: The `reset(options=...)` keys this env reads, each with what it accepts: a type (`int`, `str`, or a
+    #: tuple of types), or a tuple of allowed values (`("easy", "medium", "hard")`). Other keys and values
+    #: raise InvalidOptions naming the valid ones. None (the default for custom envs) checks nothing.
+    reset_options: ClassVar[dict[str, Any] | None] = None
 
     def __init__(
         self,
         *,
-        tools: Sequence[Tool] | str | Path | None = None,
+        tools: Sequence[Tool | str | Path] | Tool | str | Path | None = None,
         render_mode: str | None = None,
         max_action_chars: int = 32768,
+        max_tool_calls_per_turn: int | None = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+        max_tool_time_s: float | None = DEFAULT_MAX_TOOL_TIME_S,
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.render_mode = render_mode
-        self.max_action_chars = max_action_chars
         self.observation_space = ChatMessages()
-        self.action_space = AssistantAction(max_action_chars)
-        self._extra_tools_arg = tools
+        self.set_turn_limits(
+            max_action_chars=max_action_chars,
+            max_tool_calls_per_turn=max_tool_calls_per_turn,
+            max_tool_time_s=max_tool_time_s,
+        )
+        # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
+        self._extra_tools = resolve_extra_tools(tools)
         self._tool_prototypes: list[Tool] | None = None
         self._episode_tools: dict[str, Tool] = {}
         self.transcript: list[Message] = []
         self.turn = 0
         self.episode_over = False
+        self._has_reset = False
+        self._ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
         self.total_reward = 0.0
+
+    def set_turn_limits(
+        self,
+        *,
+        max_action_chars: int | None = None,
+        max_tool_calls_per_turn: int | None | Any = ...,
+        max_tool_time_s: float | None | Any = ...,
+    ) -> None:
+        """Change the reply size limit and the per-turn tool limits (None: no limit; omitted: unchanged)."""
+        if max_action_chars is not None:
+            if not _is_int(max_action_chars) or max_action_chars < 1:
+                raise ValueError(f"max_action_chars must be a whole number >= 1, got {max_action_chars!r}")
+            self.max_action_chars = int(max_action_chars)
+            self.action_space = AssistantAction(self.max_action_chars)
+        if max_tool_calls_per_turn is not ...:
+            if max_tool_calls_per_turn is not None and (
+                not _is_int(max_tool_calls_per_turn) or max_tool_calls_per_turn < 1
+            ):
+                raise ValueError(
+                    f"max_tool_calls_per_turn must be a whole number >= 1 or None, got {max_tool_calls_per_turn!r}"
+                )
+            self.max_tool_calls_per_turn = max_tool_calls_per_turn
+        if max_tool_time_s is not ...:
+            if max_tool_time_s is not None and (
+                not isinstance(max_tool_time_s, int | float)
+                or isinstance(max_tool_time_s, bool)
+                or not max_tool_time_s > 0
+            ):
+                raise ValueError(
+                    f"max_tool_time_s must be a number of seconds > 0 or None, got {max_tool_time_s!r}"
+                )
+            self.max_tool_time_s = None if max_tool_time_s is None else float(max_tool_time_s)
 
     # ----- what subclasses implement -------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
@@ -93,13 +149,7 @@ class TextEnv(gym.Env):
     def tools(self) -> list[Tool]:
         """All tools the agent may call in this env: its own, then the extra ones it was given."""
         if self._tool_prototypes is None:
-            prototypes = list(self.own_tools())
-            extra = self._extra_tools_arg
-            if isinstance(extra, str | Path):
-                from tools import load_tools
-
-                extra = load_tools(extra)
-            prototypes.extend(extra or ())
+            prototypes = [*self.own_tools(), *self._extra_tools]
             names = [t.name for t in prototypes]
             duplicates = sorted({n for n in names if names.count(n) > 1})
             if duplicates:
@@ -115,38 +165,76 @@ class TextEnv(gym.Env):
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode; the same seed and options give the same episode."""
+        checked = self.check_reset_options(options)
         super().reset(seed=seed)
         self._release_episode_tools()
         self.turn = 0
         self.total_reward = 0.0
         self.episode_over = False
-        messages, info = self._reset(dict(options or {}))
+        self._ended_as = (False, False)
+        self._has_reset = True
+        messages, info = self._reset(checked)
         self.transcript = list(messages)
         return messages, info
 
+    def check_reset_options(self, options: Any) -> dict[str, Any]:
+        """`options` as a new dict, checked against `reset_options`; raises InvalidOptions naming valid ones."""
+        name = type(self).__name__
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping):
+            raise InvalidOptions(
+                f"{name}: reset options must be a dict (or None), got {type(options).__name__}; "
+                f"valid options: {describe_options(self.reset_options)}"
+            )
+        options = dict(options)
+        declared = self.reset_options
+        if declared is None:
+            return options
+        unknown = [k for k in options if k not in declared]
+        if unknown:
+            shown = ", ".join(_short_repr(k) for k in unknown[:5])
+            raise InvalidOptions(
+                f"{name}: unknown reset option{'s' if len(unknown) > 1 else ''} {shown}; "
+                f"valid options: {describe_options(declared)}"
+            )
+        for key, value in options.items():
+            problem = _option_value_problem(declared[key], value)
+            if problem is not None:
+                raise InvalidOptions(f"{name}: reset option {key!r} {problem}")
+        return options
+
     def step(self, action: Any):
         """Play one assistant turn; returns (messages, reward, terminated, truncated, info)."""
+        self._require_reset()
+        if self.episode_over:
+            return self._refuse_after_end()
         turn, problem = self._read(action)
-        if turn is not None and (turn.tool_calls or turn.call_errors) and not self.episode_over:
-            return run_sync(self.astep(action))
+        if turn is not None and (turn.tool_calls or turn.call_errors):
+            return run_detached(self.astep(action))
         if problem is not None:
             return self._finish(action, None, self._format_error(problem))
-        if self.episode_over:
-            return self._finish(action, turn, self._after_end())
         return self._finish(action, turn, self._respond(turn))
 
     async def astep(self, action: Any):
         """Async `step`: tool calls and I/O-bound envs run without blocking the event loop."""
+        self._require_reset()
+        if self.episode_over:
+            return self._refuse_after_end()
         turn, problem = self._read(action)
         if problem is not None:
             return self._finish(action, None, self._format_error(problem))
-        if self.episode_over:
-            return self._finish(action, turn, self._after_end())
         if turn.tool_calls or turn.call_errors:
             result = await self._run_tool_calls(turn)
         else:
             result = await self._arespond(turn)
         return self._finish(action, turn, result)
+
+    def mark_episode_over(self, *, terminated: bool, truncated: bool) -> None:
+        """Record that the episode ended outside the env (e.g. a wrapper truncated it): `step` refuses now."""
+        if not self.episode_over:
+            self.episode_over = True
+            self._ended_as = (bool(terminated), bool(truncated))
 
     def render(self) -> str | None:
         """The conversation so far as text (`ansi`), or printed (`human`)."""
@@ -178,12 +266,14 @@ class TextEnv(gym.Env):
             [user(f"Your reply could not be used: {problem}.{help_text}")], info={"format_error": problem}
         )
 
-    def _after_end(self) -> StepResult:
-        return StepResult(
-            [user("The episode has ended; no further actions are taken.")],
-            terminated=True,
-            info={"format_error": "action after the episode ended"},
-        )
+    def _require_reset(self) -> None:
+        if not self._has_reset:
+            raise ResetNeeded(f"{type(self).__name__}: call reset() before step(); no episode has started")
+
+    def _refuse_after_end(self):
+        # Nothing is parsed, run or recorded, and the reward is exactly 0: an ended episode pays nothing.
+        terminated, truncated = self._ended_as
+        return refusal_after_end(terminated, truncated, self.turn)
 
     def _finish(self, action: Any, turn: AssistantTurn | None, result: StepResult):
         self.turn += 1
@@ -192,23 +282,43 @@ class TextEnv(gym.Env):
         self.total_reward += result.reward
         if result.terminated or result.truncated:
             self.episode_over = True
+            self._ended_as = (bool(result.terminated), bool(result.truncated))
         info = result.info
         info.setdefault("format_error", None)
         info["turn"] = self.turn
         return result.messages, float(result.reward), result.terminated, result.truncated, info
 
     async def _run_tool_calls(self, turn: AssistantTurn) -> StepResult:
+        import asyncio
+
+        from tools import ToolResult
+
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        budget, cap = self.max_tool_time_s, self.max_tool_calls_per_turn
+        deadline = None if budget is None else started + budget
+        calls = turn.tool_calls
         messages: list[Message] = []
         reward = 0.0
-        turn_info: dict[str, Any] = {"tool_calls": len(turn.tool_calls), "tool_errors": len(turn.call_errors)}
-        if turn.call_errors:
-            messages.append(user("Some tool calls could not be read: " + "; ".join(turn.call_errors)))
+        turn_info: dict[str, Any] = {
+            "tool_calls": len(calls),
+            "tool_errors": len(turn.call_errors),
+            "tool_calls_not_run": 0,
+            "tool_call_cut": None,
+        }
         ended: StepResult | None = None
-        for call in turn.tool_calls:
-            if ended is not None:
-                messages.append(
-                    tool_result(call.id, call.name, "Not run: the episode ended at an earlier call.")
-                )
+        cut: tuple[int, str, float] | None = (
+            None  # (index, name, seconds it ran) of the call the budget stopped
+        )
+        notes: list[str] = []
+        used_up_at: int | None = None  # first call not run because earlier calls used the whole budget
+        for i, call in enumerate(calls):
+            not_run = self._why_not_run(i, len(calls), ended, cut, deadline, loop.time())
+            if not_run is not None:
+                turn_info["tool_calls_not_run"] += 1
+                if "used up" in not_run and used_up_at is None:
+                    used_up_at = i
+                messages.append(tool_result(call.id, call.name, f"Not run: {not_run}"))
                 continue
             tool = self._episode_tool(call.name)
             if tool is None:
@@ -222,7 +332,24 @@ class TextEnv(gym.Env):
                     )
                 )
                 continue
-            result = await tool.call(call.arguments, context={"env": self, "info": turn_info})
+            call_started = loop.time()
+            remaining = None if deadline is None else max(0.0, deadline - call_started)
+            try:
+                # The budget cancels the call itself: its output is lost and nothing after it runs.
+                result = await asyncio.wait_for(
+                    tool.call(call.arguments, context={"env": self, "info": turn_info}), remaining
+                )
+            except TimeoutError:
+                ran = loop.time() - call_started
+                cut = (i, call.name, ran)
+                turn_info["tool_call_cut"] = call.name
+                result = ToolResult.error(
+                    f"Cut: stopped after {ran:.1f} s, when this turn's tool time budget of {budget:g} s "
+                    "ran out; its output is lost."
+                )
+                turn_info["tool_errors"] += 1
+                messages.append(tool_result(call.id, call.name, result.content))
+                continue
             turn_info["tool_errors"] += int(result.is_error)
             reward += result.reward or 0.0
             messages.append(tool_result(call.id, call.name, result.content))
@@ -235,8 +362,27 @@ class TextEnv(gym.Env):
                     ended = redirect
             elif result.terminate:
                 ended = StepResult([], terminated=True)
-        if turn.content.strip() and not turn.tool_calls:
-            messages.append(user("No tool call was run."))
+        # Notes follow the tool messages: templates that pair calls with results need those right after the calls.
+        if turn.call_errors:
+            notes.append("Some tool calls could not be read: " + "; ".join(turn.call_errors))
+        if cap is not None and len(calls) > cap:
+            notes.append(
+                f"This reply made {len(calls)} tool calls; at most {cap} run per turn, so calls "
+                f"{_span(cap + 1, len(calls))} were not run."
+            )
+        if cut is not None:
+            index, name, ran = cut
+            later = _span(index + 2, min(len(calls), cap or len(calls)))
+            notes.append(
+                f"This turn's tool time budget of {budget:g} s ran out during call {index + 1} (`{name}`), "
+                f"which was stopped after {ran:.1f} s" + (f"; calls {later} were not run." if later else ".")
+            )
+        if used_up_at is not None:
+            notes.append(
+                f"This turn's tool time budget of {budget:g} s was used up by calls 1-{used_up_at}; calls "
+                f"{_span(used_up_at + 1, min(len(calls), cap or len(calls)))} were not run."
+            )
+        messages.extend(user(n) for n in notes)
         return StepResult(
             messages,
             reward,
@@ -244,6 +390,26 @@ class TextEnv(gym.Env):
             truncated=bool(ended and ended.truncated),
             info=turn_info,
         )
+
+    def _why_not_run(
+        self,
+        index: int,
+        total: int,
+        ended: StepResult | None,
+        cut: tuple[int, str, float] | None,
+        deadline: float | None,
+        now: float,
+    ) -> str | None:
+        if ended is not None:
+            return "the episode ended at an earlier call."
+        cap = self.max_tool_calls_per_turn
+        if cap is not None and index >= cap:
+            return f"only the first {cap} tool calls of a turn are run; this was call {index + 1} of {total}."
+        if cut is not None:
+            return f"this turn's tool time budget of {self.max_tool_time_s:g} s ran out at call {cut[0] + 1}."
+        if deadline is not None and now >= deadline:
+            return f"this turn's tool time budget of {self.max_tool_time_s:g} s was used up by earlier calls."
+        return None
 
     def _episode_tool(self, name: str) -> Tool | None:
         tool = self._episode_tools.get(name)
@@ -267,6 +433,162 @@ class TextEnv(gym.Env):
                     await t.aclose()
 
         run_sync(release())
+
+
+def refusal_after_end(terminated: bool, truncated: bool, turn: int | None = None):
+    """The step result for an action after the episode ended: a message, reward 0, the same end flags."""
+    how = "terminated" if terminated or not truncated else "was truncated"
+    text = (
+        f"The episode has ended (it {how}); this action was not taken and earns no reward. "
+        "Call reset() to start a new episode."
+    )
+    info: dict[str, Any] = {"format_error": "action after the episode ended", "episode_ended": True}
+    if turn is not None:
+        info["turn"] = turn
+    return [user(text)], 0.0, bool(terminated or not truncated), bool(truncated), info
+
+
+def resolve_extra_tools(tools: Any) -> list[Tool]:
+    """Tools from `tools=`: built-in names, YAML paths and Tool objects (alone or in a list); else a clear error."""
+    if tools is None:
+        return []
+    if isinstance(tools, str | os.PathLike) or not isinstance(tools, Sequence):
+        tools = [tools]
+    resolved: list[Tool] = []
+    for item in tools:
+        resolved.extend(_resolve_tool_item(item))
+    return resolved
+
+
+def _resolve_tool_item(item: Any) -> list[Tool]:
+    from tools import Tool, load_tools
+    from tools.builtin import BUILTINS, get_builtin, list_builtins
+
+    if isinstance(item, Tool):
+        return [item]
+    builtins = ", ".join(list_builtins())
+    if isinstance(item, os.PathLike) or (isinstance(item, str) and item.endswith((".yaml", ".yml"))):
+        return load_tools(item)
+    if isinstance(item, str):
+        if item in BUILTINS:
+            return [get_builtin(item)]
+        raise ValueError(
+            f"tools=: {item!r} is neither a built-in tool ({builtins}) nor a YAML file path (.yaml/.yml)"
+        )
+    raise TypeError(
+        f"tools= takes built-in tool names ({builtins}), YAML file paths or Tool objects (decorate a "
+        f"function with @tools.tool), alone or in a list; got {type(item).__name__}"
+    )
+
+
+def describe_options(declared: dict[str, Any] | None) -> str:
+    """Human-readable list of declared reset options, e.g. "difficulty (one of 'easy', 'hard'), index (int)"."""
+    if declared is None:
+        return "any (this env declares none)"
+    if not declared:
+        return "none (this env takes no reset options)"
+    return ", ".join(f"{key} ({_describe_spec(spec)})" for key, spec in declared.items())
+
+
+def _describe_spec(spec: Any) -> str:
+    if spec is None or spec is object:
+        return "any value"
+    if isinstance(spec, type):
+        return spec.__name__
+    if _is_type_tuple(spec):
+        return " or ".join(t.__name__ for t in spec)
+    return "one of " + ", ".join(repr(v) for v in spec)
+
+
+def _is_type_tuple(spec: Any) -> bool:
+    return isinstance(spec, tuple) and bool(spec) and all(isinstance(t, type) for t in spec)
+
+
+def _matches_type(value: Any, kind: type) -> bool:
+    # bool is an int to Python but never a sensible count, index or seed.
+    if kind is int:
+        return _is_int(value)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _option_value_problem(spec: Any, value: Any) -> str | None:
+    if spec is None or spec is object:
+        return None
+    if isinstance(spec, type) or _is_type_tuple(spec):
+        kinds = (spec,) if isinstance(spec, type) else spec
+        if any(_matches_type(value, k) for k in kinds):
+            return None
+        return f"must be {_describe_spec(spec)}, got {type(value).__name__} {_short_repr(value)}"
+    try:
+        allowed = any(type(value) is type(v) and value == v for v in spec)
+    except Exception:  # a value whose == misbehaves is simply not one of the choices
+        allowed = False
+    return None if allowed else f"must be {_describe_spec(spec)}, got {_short_repr(value)}"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # RecursionError on absurd nesting, or a broken __repr__
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _span(first: int, last: int) -> str:
+    if first > last:
+        return ""
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def run_detached(coro: Coroutine[Any, Any, T]) -> T:
+    """Like `run_sync`, but a tool call the time budget cut (a sync tool's thread) is not waited for.
+
+    `asyncio.run` joins the default executor's threads on exit, so one cut call would still hold the step.
+    """
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_in_new_loop(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = _run_in_new_loop(coro)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=target, name="turngym-step")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _run_in_new_loop(coro: Coroutine[Any, Any, T]) -> T:
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        try:
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()  # shuts the default executor down without joining its threads
 
 
 def _placeholder(action: Any) -> Message:

@@ -8,20 +8,33 @@ import gymnasium as gym
 
 
 class TextWrapper(gym.Wrapper):
-    """A Gymnasium wrapper that also forwards `astep`, `tools`, `tool_schemas` and `expert_action`."""
+    """A Gymnasium wrapper that also forwards `astep`, `tools`, `tool_schemas` and `expert_action`.
+
+    Once a step it returns ends the episode (its own verdict, e.g. MaxTurns' truncation, included), later
+    steps are refused with reward 0 until `reset`; refusals from the wrapped env pass through untouched,
+    so no wrapper charges or pays anything after the end.
+    """
+
+    #: (terminated, truncated) of the step that ended the episode, None while it runs.
+    _ended: tuple[bool, bool] | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Reset the wrapped env, then let the wrapper see the opening."""
         messages, info = self.env.reset(seed=seed, options=options)
+        self._ended = None
         return self.on_reset(messages, info)
 
     def step(self, action: Any):
         """Step the wrapped env, then let the wrapper adjust the result."""
-        return self.on_step(*self.env.step(action))
+        if self._ended is not None:
+            return self._refusal()
+        return self._after_step(self.env.step(action))
 
     async def astep(self, action: Any):
         """Async step of the wrapped env, adjusted by the same hook as `step`."""
-        return self.on_step(*await self.env.astep(action))
+        if self._ended is not None:
+            return self._refusal()
+        return self._after_step(await self.env.astep(action))
 
     def on_reset(self, messages: list, info: dict):
         """Adjust the opening; state kept by a wrapper must be cleared here."""
@@ -30,6 +43,24 @@ class TextWrapper(gym.Wrapper):
     def on_step(self, messages: list, reward: float, terminated: bool, truncated: bool, info: dict):
         """Adjust a step's result."""
         return messages, reward, terminated, truncated, info
+
+    def _after_step(self, result: tuple):
+        if result[4].get("episode_ended"):
+            return result
+        messages, reward, terminated, truncated, info = self.on_step(*result)
+        if terminated or truncated:
+            self._ended = (bool(terminated), bool(truncated))
+            # The env itself learns the episode is over, so stepping `env.unwrapped` refuses too.
+            mark = getattr(self.unwrapped, "mark_episode_over", None)
+            if mark is not None:
+                mark(terminated=bool(terminated), truncated=bool(truncated))
+        return messages, reward, terminated, truncated, info
+
+    def _refusal(self):
+        from envs.text_env import refusal_after_end
+
+        terminated, truncated = self._ended or (True, False)
+        return refusal_after_end(terminated, truncated, getattr(self.unwrapped, "turn", None))
 
     @property
     def tools(self) -> list:

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools.calls.bounded_json import loads
+
 
 @dataclass
 class ToolCall:
@@ -19,7 +21,9 @@ class ToolCall:
         """Arguments as a JSON string (raw strings pass through unchanged)."""
         if isinstance(self.arguments, str):
             return self.arguments
-        return json.dumps(self.arguments, ensure_ascii=False)
+        from tools.calls.jsonscan import dump  # jsonscan imports this module
+
+        return dump(self.arguments)
 
     def to_openai(self) -> dict[str, Any]:
         """OpenAI chat `tool_calls` entry (arguments as a dict, as chat templates expect)."""
@@ -36,10 +40,10 @@ class ToolCall:
         args = fn.get("arguments", {})
         if isinstance(args, str):
             try:
-                decoded = json.loads(args) if args.strip() else {}
+                decoded = loads(args) if args.strip() else {}
                 if isinstance(decoded, dict):
                     args = decoded
-            except json.JSONDecodeError:
+            except json.JSONDecodeError:  # too deep included: the raw string goes to the tool, which says so
                 pass
         return cls(id=str(entry.get("id") or default_id), name=str(fn.get("name", "")), arguments=args)
 

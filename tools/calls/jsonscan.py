@@ -1,20 +1,28 @@
-"""Helpers shared by the call formats: scanning JSON values and turning objects into calls."""
+"""Helpers shared by the call formats: scanning JSON values (depth-bounded) and turning objects into calls."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from tools.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, loads
 from tools.calls.call import ToolCall
 
 _DECODER = json.JSONDecoder()
 
 
 def decode_at(text: str, pos: int) -> tuple[Any, int]:
-    """Decode one JSON value starting at `pos` (after whitespace); return (value, end)."""
+    """Decode one JSON value starting at `pos` (after whitespace); return (value, end).
+
+    Raises json.JSONDecodeError (JSONTooDeep for values nested deeper than `MAX_JSON_DEPTH`).
+    """
     while pos < len(text) and text[pos].isspace():
         pos += 1
-    return _DECODER.raw_decode(text, pos)
+    check_depth(text, pos)
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except RecursionError:  # cannot happen after check_depth; kept so model text can never raise it
+        raise JSONTooDeep(text, pos) from None
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -45,15 +53,18 @@ def call_from_object(
     if args is None:
         args = {}
     if isinstance(args, str):
+        # Arguments given as a JSON string hide their nesting from the outer scan: bound it here.
         try:
-            decoded = json.loads(args) if args.strip() else {}
+            decoded = loads(args) if args.strip() else {}
+        except JSONTooDeep as exc:
+            return f"arguments of `{name}`: {exc.msg}"
         except json.JSONDecodeError:
             decoded = None
         if isinstance(decoded, dict):
             args = decoded
     elif not isinstance(args, dict):
         # Keep it as text so the tool reports "arguments must be a JSON object".
-        args = json.dumps(args, ensure_ascii=False)
+        args = dump(args)
     given_id = obj.get("id")
     return ToolCall(
         id=given_id if isinstance(given_id, str) and given_id else call_id, name=name, arguments=args
@@ -61,15 +72,20 @@ def call_from_object(
 
 
 def dump(value: Any) -> str:
-    """Canonical JSON for rendering calls."""
-    return json.dumps(value, ensure_ascii=False)
+    """Canonical JSON for rendering calls; a value that cannot be encoded becomes a note, never an error."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return f'"[value nested too deeply to show (over {MAX_JSON_DEPTH} levels)]"'
+    except (TypeError, ValueError) as exc:
+        return json.dumps(f"[value that is not JSON: {exc}]")
 
 
 def args_value(call: ToolCall) -> Any:
     """Arguments for rendering: objects as objects; a raw string as the object it encodes, if it does."""
     if isinstance(call.arguments, str):
         try:
-            decoded = json.loads(call.arguments)
+            decoded = loads(call.arguments)
             if isinstance(decoded, dict):
                 return decoded
         except json.JSONDecodeError:
