@@ -4,11 +4,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 
 import envs
 from envs.text_env import render_transcript
+
+# Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
+# hyperlinks, and two-byte ESC codes), then every other control character but newline and tab, C1 controls
+# and the bidi overrides that reorder what is shown: model and sandbox text must not drive the terminal.
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_safe(text: str) -> str:
+    """`text` without terminal escape sequences and control characters (newlines and tabs kept)."""
+    return _ESCAPES.sub("", text)
+
+
+def _show(text: str, **kwargs) -> None:
+    print(terminal_safe(text), **kwargs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         kwargs = dict(_parse_option(o) for o in args.option)
         env = envs.make(args.id, **kwargs)
     except (envs.UnknownEnvError, ValueError, TypeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        _show(f"error: {e}", file=sys.stderr)
         return 2
     ask = (lambda: _expert_move(env)) if args.expert else _ask_human
     return play_episode(env, args.seed, ask)
@@ -79,16 +101,16 @@ def _ask_human() -> str | None:
 
 def _expert_move(env) -> str:
     move = env.expert_action()
-    print(f"\nexpert> {move}")
+    _show(f"\nexpert> {move}")
     return move
 
 
 def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
     """Show the opening, then alternate between asking for a reply and showing the env's answer."""
     messages, info = env.reset(seed=seed)
-    print(render_transcript(messages))
+    _show(render_transcript(messages))
     if env.tool_schemas:
-        print(
+        _show(
             "\n(tools: "
             + ", ".join(t["function"]["name"] for t in env.tool_schemas)
             + '; call one as <tool_call>{"name": ..., "arguments": {...}}</tool_call>)'
@@ -101,15 +123,15 @@ def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
             return 0
         messages, reward, terminated, truncated, info = env.step(action)
         total += reward
-        print(render_transcript(messages))
-        print(
+        _show(render_transcript(messages))
+        _show(
             f"  reward {reward:+.3f}  total {total:+.3f}"
             + (f"  [{info['format_error']}]" if info.get("format_error") else "")
         )
         if terminated or truncated:
             outcome = "success" if info.get("success") else "ended"
             reason = info.get("truncated_reason", "terminated" if terminated else "truncated")
-            print(f"\nEpisode over ({outcome}, {reason}) after {info.get('turn')} turns; return {total:.3f}.")
+            _show(f"\nEpisode over ({outcome}, {reason}) after {info.get('turn')} turns; return {total:.3f}.")
             return 0
 
 
