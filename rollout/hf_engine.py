@@ -1,9 +1,13 @@
 """HFEngine: an in-process transformers model that batches concurrent `generate` calls.
 
-Requests that arrive while a batch runs wait for the next one; a background task collects the
-pending requests, left-pads them, prefills once and decodes them together with a KV cache, dropping
-finished rows from the cache as it goes. The forward passes run in one worker thread so the event
-loop (env steps, HTTP) keeps running meanwhile.
+It is turngym's one sampler on CPU: `rollout.eval`/`rollout.collect` use it directly and the
+trainer's `hf` rollout server (`trainer/cpu/hf_rollout.py`) is a Ray actor around it.
+
+Continuous batching without timers: a background task decodes the running rows together with a KV
+cache, one forward pass at a time; requests that queued during a forward are prefilled (left-padded)
+and joined to the running rows before the next one, and finished rows leave the cache at once. The
+forward passes and weight loads run in one worker thread, so the event loop (env steps, HTTP) keeps
+running meanwhile and a weight load never lands inside a forward pass.
 
 Reported logprobs are those of the sampled token under the temperature-scaled distribution before
 top-k/top-p truncation (what an actor recomputes at the same temperature); greedy requests report the
@@ -16,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +35,39 @@ class _Request:
     params: SamplingParams
     future: asyncio.Future
     request_id: str = ""
+
+
+@dataclass
+class _Running:
+    """Rows decoding together, in KV-cache order, with what each has generated so far."""
+
+    reqs: list[_Request]
+    cache: Any
+    attn: Any  # [rows, cache length]: 1 where the row holds a real token
+    next_pos: Any  # [rows, 1]: position id of each row's next token
+    logits: Any  # [rows, vocab]: each row's next-token logits
+    tokens: list[list[int]]
+    logps: list[list[float]]
+    stops: list[set[int]]
+    gens: list[Any]
+    mergeable: bool
+
+    def select(self, rows: list[int]) -> None:
+        """Keep only `rows`; drop cache columns no kept row uses (left padding of finished rows)."""
+        import torch
+
+        idx = torch.tensor(rows, dtype=torch.long, device=self.attn.device)
+        self.cache.batch_select_indices(idx)
+        self.attn, self.next_pos = self.attn[idx], self.next_pos[idx]
+        for name in ("reqs", "tokens", "logps", "stops", "gens"):
+            values = getattr(self, name)
+            setattr(self, name, [values[i] for i in rows])
+        if self.mergeable:
+            first = int(self.attn.any(0).int().argmax())
+            if first > 0:  # keeps the cache as long as the longest live row, not the longest ever
+                for layer in self.cache.layers:
+                    layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+                self.attn = self.attn[:, first:]
 
 
 @dataclass
@@ -82,15 +120,19 @@ class HFEngine:
         self.max_batch_size = max_batch_size
         self.default_max_new_tokens = default_max_new_tokens
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
+        # Stop at any end-of-sequence id the generation config, model config or tokenizer names, as
+        # vLLM and SGLang do (chat models often list the end-of-turn token in only one of them).
         gen_cfg = getattr(self.model, "generation_config", None)
-        eos = getattr(gen_cfg, "eos_token_id", None)
-        if eos is None:
-            eos = getattr(self.model.config, "eos_token_id", None)
-        if eos is None and tokenizer is not None:
-            eos = tokenizer.eos_token_id
-        self.eos_token_ids: tuple[int, ...] = tuple(
-            eos if isinstance(eos, list | tuple) else [eos] if eos is not None else []
-        )
+        eos: list[int] = []
+        for value in (
+            getattr(gen_cfg, "eos_token_id", None),
+            getattr(self.model.config, "eos_token_id", None),
+            getattr(tokenizer, "eos_token_id", None) if tokenizer is not None else None,
+        ):
+            for v in value if isinstance(value, list | tuple) else [value]:
+                if v is not None and int(v) not in eos:
+                    eos.append(int(v))
+        self.eos_token_ids: tuple[int, ...] = tuple(eos)
         pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
         self.pad_token_id = int(
             pad if pad is not None else (self.eos_token_ids[0] if self.eos_token_ids else 0)
@@ -102,9 +144,11 @@ class HFEngine:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-engine")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[_Request] = []
+        self._active: list[_Request] = []  # the requests in the forward pass under way
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         self._closed = False
+        self.weight_version = 0  # how many times `load_weights` replaced the weights
         self.stats = EngineStats()
 
     # ----- the contract --------------------------------------------------------------------------
@@ -142,19 +186,50 @@ class HFEngine:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._worker
-        for req in self._pending:
+        for req in self._pending + self._active:
             if not req.future.done():
                 req.future.set_exception(EngineError("HFEngine closed"))
         self._pending.clear()
+        self._active = []
         self._executor.shutdown(wait=False)
 
+    # ----- weights -------------------------------------------------------------------------------
+    async def load_weights(self, weights: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> dict[str, Any]:
+        """Load new weights into the model in place, between two forward passes; report what matched."""
+        if self._closed:
+            raise EngineError("HFEngine is closed")
+        state = dict(weights.items() if isinstance(weights, Mapping) else weights)
+        # The forward passes run on the one worker thread: a load queued there never lands mid-forward.
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._load_state, state)
+
+    def _load_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        own = self.model.state_dict()
+        usable = {k: v.to(device=own[k].device, dtype=own[k].dtype) for k, v in state.items() if k in own}
+        with torch.no_grad():
+            result = self.model.load_state_dict(usable, strict=False)
+        tied = {"lm_head.weight"} if getattr(self.model.config, "tie_word_embeddings", False) else set()
+        self.weight_version += 1
+        return {
+            "loaded": len(usable),
+            "missing": sorted(set(result.missing_keys) - tied),
+            "unexpected": sorted(k for k in state if k not in own),
+        }
+
     # ----- batching ------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """True while requests wait or decode."""
+        return bool(self._pending or self._active)
+
     def _ensure_worker(self) -> None:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._worker is None or self._worker.done():
             # A new event loop (e.g. another asyncio.run): requests of a dead loop cannot be answered.
             self._loop = loop
             self._pending = []
+            self._active = []
             self._wakeup = asyncio.Event()
             self._worker = loop.create_task(self._serve(), name="hf-engine-batcher")
 
@@ -163,44 +238,65 @@ class HFEngine:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
-            # Yield once so requests issued in the same tick (e.g. a gather of episodes) join this batch.
+            # Yield once so requests issued in the same tick (e.g. a gather of episodes) share a prefill.
             await asyncio.sleep(0)
-            while self._pending:
-                batch = self._pending[: self.max_batch_size]
-                self._pending = self._pending[self.max_batch_size :]
-                batch = [r for r in batch if not r.future.cancelled()]
-                if not batch:
-                    continue
+            running: _Running | None = None
+            while self._pending or running is not None:
+                # Continuous batching: whatever queued during the last forward joins the next one, so a
+                # request never waits for a whole batch of long generations to end.
+                admit = self._admit(running)
+                if running is None and not admit:
+                    continue  # only cancelled requests were waiting
+                dropped = {i for i, r in enumerate(running.reqs) if r.future.done()} if running else set()
+                self._active = (running.reqs if running else []) + admit
                 try:
-                    results = await loop.run_in_executor(self._executor, self._run_batch, batch)
-                except Exception as exc:  # a failed batch fails its requests, never the batcher
-                    for r in batch:
+                    running, done = await loop.run_in_executor(
+                        self._executor, self._step, running, admit, dropped
+                    )
+                except Exception as exc:  # a failed forward fails its requests, never the batcher
+                    for r in self._active:
                         if not r.future.done():
                             r.future.set_exception(EngineError(f"generation failed: {exc!r}"))
-                    continue
-                for r, res in zip(batch, results, strict=True):
+                    running = None
+                    done = []
+                for r, gen in done:
                     if not r.future.done():
-                        r.future.set_result(res)
+                        r.future.set_result(gen)
+                self._active = running.reqs if running else []
                 await asyncio.sleep(0)
 
-    def _run_batch(self, batch: list[_Request]) -> list[Generation]:
+    def _admit(self, running: _Running | None) -> list[_Request]:
+        if running is not None and not running.mergeable:
+            return []  # caches that cannot be joined (sliding windows, ...) wait for the batch to end
+        room = self.max_batch_size - (len(running.reqs) if running else 0)
+        admit: list[_Request] = []
+        while self._pending and len(admit) < room:
+            req = self._pending.pop(0)
+            if not req.future.done():
+                admit.append(req)
+        return admit
+
+    def _step(
+        self, running: _Running | None, admit: list[_Request], dropped: set[int]
+    ) -> tuple[_Running | None, list[tuple[_Request, Generation]]]:
+        """Prefill `admit` into the running batch, sample one token per row, run the next forward."""
         import torch
 
         t0 = time.perf_counter()
         with torch.inference_mode():
-            results = self._decode(batch)
+            if admit:
+                new = self._prefill(admit)
+                running = new if running is None else self._merge(running, new)
+            running, done = self._advance(running, dropped)
         st = self.stats
         st.forward_seconds += time.perf_counter() - t0
-        st.batches += 1
-        st.requests += len(batch)
-        st.batch_sizes.append(len(batch))
-        st.prompt_tokens += sum(len(r.prompt_ids) for r in batch)
-        st.generated_tokens += sum(len(g.token_ids) for g in results)
-        return results
+        st.generated_tokens += sum(len(g.token_ids) for _, g in done)
+        return running, done
 
-    def _decode(self, batch: list[_Request]) -> list[Generation]:
+    def _prefill(self, batch: list[_Request]) -> _Running:
         import torch
         from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
 
         dev = self.device
         n = len(batch)
@@ -214,43 +310,83 @@ class HFEngine:
         positions = (attn.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
         logits = self._next_logits(input_ids, attn, positions, cache, logits_to_keep=1)
-        next_pos = positions[:, -1:] + 1
-
         params = [r.params for r in batch]
-        stops = [set(p.stop_token_ids) | (set() if p.ignore_eos else set(self.eos_token_ids)) for p in params]
-        gens = [
-            torch.Generator(device="cpu").manual_seed(p.seed) if p.seed is not None else None for p in params
-        ]
-        tokens: list[list[int]] = [[] for _ in batch]
-        logps: list[list[float]] = [[] for _ in batch]
-        reasons: list[str | None] = [None] * n
-        active = list(range(n))  # batch rows still decoding, in cache order
-        while True:
-            tok, lp = self._sample(logits, [params[i] for i in active], [gens[i] for i in active])
-            keep = []
-            for j, i in enumerate(active):
-                t = tok[j]
-                tokens[i].append(t)
-                logps[i].append(lp[j])
-                if t in stops[i] or self._hit_stop_string(tokens[i], params[i]):
-                    reasons[i] = "completed"
-                elif len(tokens[i]) >= params[i].max_new_tokens:
-                    reasons[i] = "length"
-                else:
-                    keep.append(j)
-            if not keep:
-                break
-            step_ids = torch.tensor([[tok[j]] for j in keep], dtype=torch.long, device=dev)
-            if len(keep) < len(active):
-                idx = torch.tensor(keep, dtype=torch.long, device=dev)
-                cache.batch_select_indices(idx)
-                attn = attn[idx]
-                next_pos = next_pos[idx]
-                active = [active[j] for j in keep]
-            attn = torch.cat([attn, torch.ones((len(active), 1), dtype=attn.dtype, device=dev)], dim=1)
-            logits = self._next_logits(step_ids, attn, next_pos, cache)
-            next_pos = next_pos + 1
-        return [Generation(token_ids=tokens[i], log_probs=logps[i], stop_reason=reasons[i]) for i in range(n)]
+        st = self.stats
+        st.batches += 1
+        st.requests += n
+        st.batch_sizes.append(n)
+        st.prompt_tokens += sum(len(r.prompt_ids) for r in batch)
+        return _Running(
+            reqs=list(batch),
+            cache=cache,
+            attn=attn,
+            next_pos=positions[:, -1:] + 1,
+            logits=logits,
+            tokens=[[] for _ in batch],
+            logps=[[] for _ in batch],
+            stops=[
+                set(p.stop_token_ids) | (set() if p.ignore_eos else set(self.eos_token_ids)) for p in params
+            ],
+            gens=[
+                torch.Generator(device="cpu").manual_seed(p.seed) if p.seed is not None else None
+                for p in params
+            ],
+            # Plain per-layer key/value tensors can be left-padded and stacked; other layouts cannot.
+            mergeable=all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])),
+        )
+
+    def _merge(self, run: _Running, new: _Running) -> _Running:
+        """Stack `new`'s rows under `run`'s, left-padding the shorter KV cache (masked out)."""
+        import torch
+        import torch.nn.functional as F
+
+        la, lb = run.attn.shape[1], new.attn.shape[1]
+        width = max(la, lb)
+        for a, b in zip(run.cache.layers, new.cache.layers, strict=True):
+            a.keys = torch.cat([F.pad(a.keys, (0, 0, width - la, 0)), F.pad(b.keys, (0, 0, width - lb, 0))])
+            a.values = torch.cat(
+                [F.pad(a.values, (0, 0, width - la, 0)), F.pad(b.values, (0, 0, width - lb, 0))]
+            )
+        run.attn = torch.cat([F.pad(run.attn, (width - la, 0)), F.pad(new.attn, (width - lb, 0))])
+        run.next_pos = torch.cat([run.next_pos, new.next_pos])
+        run.logits = torch.cat([run.logits, new.logits])
+        for name in ("reqs", "tokens", "logps", "stops", "gens"):
+            getattr(run, name).extend(getattr(new, name))
+        return run
+
+    def _advance(
+        self, run: _Running, dropped: set[int]
+    ) -> tuple[_Running | None, list[tuple[_Request, Generation]]]:
+        """Sample every row's next token; finished rows leave; the rest get their next logits."""
+        import torch
+
+        tok, lp = self._sample(run.logits, [r.params for r in run.reqs], run.gens)
+        done: list[tuple[_Request, Generation]] = []
+        keep: list[int] = []
+        for i, req in enumerate(run.reqs):
+            if i in dropped:  # cancelled by its caller
+                continue
+            tokens = run.tokens[i]
+            tokens.append(tok[i])
+            run.logps[i].append(lp[i])
+            if tok[i] in run.stops[i] or self._hit_stop_string(tokens, req.params):
+                reason = "completed"
+            elif len(tokens) >= req.params.max_new_tokens:
+                reason = "length"
+            else:
+                keep.append(i)
+                continue
+            done.append((req, Generation(token_ids=tokens, log_probs=run.logps[i], stop_reason=reason)))
+        if not keep:
+            return None, done
+        if len(keep) < len(run.reqs):
+            run.select(keep)
+        dev = self.device
+        step_ids = torch.tensor([[tok[i]] for i in keep], dtype=torch.long, device=dev)
+        run.attn = torch.cat([run.attn, torch.ones((len(keep), 1), dtype=run.attn.dtype, device=dev)], dim=1)
+        run.logits = self._next_logits(step_ids, run.attn, run.next_pos, run.cache)
+        run.next_pos = run.next_pos + 1
+        return run, done
 
     def _next_logits(self, input_ids, attn, positions, cache, **extra):
         # Prefill and every decode step must feed the model the same way (mask, explicit positions for

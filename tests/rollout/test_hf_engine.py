@@ -129,3 +129,60 @@ def test_sampling_params_accept_verl_and_sglang_names():
     )
     b = SamplingParams.from_dict({"max_new_tokens": 5, "top_k": 0, "sampling_seed": 1})
     assert a == b and a.top_k == -1 and a.max_new_tokens == 5
+
+
+def test_requests_arriving_mid_decode_join_the_running_batch(hf_engine, tokenizer):
+    long_prompt = _prompt(tokenizer, "Play wordle: guess the five-letter word in six tries. " * 3)
+    base = _prompt(tokenizer)
+    first_sampling = {"temperature": 1.0, "max_new_tokens": 120, "ignore_eos": True, "seed": 1}
+
+    async def run():
+        before = hf_engine.stats.batches
+        first = asyncio.ensure_future(
+            hf_engine.generate("long", prompt_ids=base, sampling_params=first_sampling)
+        )
+        while hf_engine.stats.batches == before:  # until the first request is decoding
+            await asyncio.sleep(0)
+        # One shorter and one longer than the running cache: both sides of the left padding.
+        late = await asyncio.gather(
+            *[
+                hf_engine.generate(
+                    f"late{i}", prompt_ids=p, sampling_params={"temperature": 0.8, "max_tokens": 4}
+                )
+                for i, p in enumerate([base[:10], long_prompt])
+            ]
+        )
+        assert not first.done(), "late requests must not wait for the running generation to end"
+        return await first, late
+
+    first, late = asyncio.run(run())
+    assert len(first.token_ids) == 120 and first.stop_reason == "length"
+    for prompt, out, temperature in [
+        (base, first, 1.0),
+        (base[:10], late[0], 0.8),
+        (long_prompt, late[1], 0.8),
+    ]:
+        ref = _reference_logprobs(hf_engine, prompt, out.token_ids, temperature=temperature)
+        assert torch.allclose(ref, torch.tensor(out.log_probs), atol=1e-4)
+
+
+def test_load_weights_replaces_the_weights_in_place(model_path, tokenizer):
+    from rollout.hf_engine import HFEngine
+
+    engine = HFEngine(model_path)
+    prompt = _prompt(tokenizer)
+    model = engine.model
+    zeros = {k: torch.zeros_like(v) for k, v in model.state_dict().items()}
+
+    async def run():
+        report = await engine.load_weights(zeros.items())
+        out = await engine.generate(
+            "z", prompt_ids=prompt, sampling_params={"temperature": 1.0, "max_tokens": 4}
+        )
+        return report, out
+
+    report, out = asyncio.run(run())
+    assert engine.model is model and engine.weight_version == 1
+    assert report["missing"] == [] and report["unexpected"] == [] and report["loaded"] == len(zeros)
+    # An all-zero model gives every (real) token the same probability.
+    assert all(abs(lp + torch.log(torch.tensor(float(engine.valid_vocab)))) < 1e-4 for lp in out.log_probs)
