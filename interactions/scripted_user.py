@@ -67,12 +67,14 @@ def make_slot(name: str, spec: dict[str, Any]) -> Slot:
 class ScriptedUser(Interaction):
     """Answers questions about its hidden preferences, one per matching keyword; scores what was found out.
 
-    Config (or `episode_info["goal"]`/`["opening"]` per episode): `opening` (first message), `goal`
-    (name -> {value, keywords, reveal, ask, check, field, known}). A preference is revealed when the agent's
-    message contains one of its keywords. The env reports what the agent finally did through
+    Config (or `episode_info["goal"]`/`["opening"]`/`["requirements"]` per episode): `opening` (first
+    message), `goal` (name -> {value, keywords, reveal, ask, check, field, known}), `requirements`
+    (field -> value the user said up front, e.g. `{"category": "laptop"}`). A preference is revealed when
+    the agent's message contains one of its keywords. The env reports what the agent finally did through
     `finish(outcome)` with `outcome = {"item": {...}}` (e.g. the ordered product): the reward is
     `elicit_weight * fraction revealed + (1 - elicit_weight) * completion`, where completion is 1 when
-    the item meets every preference and `partial_credit * fraction met` otherwise.
+    the item meets every preference and `partial_credit * fraction met` otherwise. An item that fails a
+    requirement is not what the user asked for: it meets none of the preferences.
     """
 
     def __init__(
@@ -84,9 +86,12 @@ class ScriptedUser(Interaction):
         partial_credit: float = 0.5,
         idle_reply: str = "I'm not sure what you mean. Ask me about what I need, or go ahead when you are ready.",
         patience: int | None = None,
+        requirements: dict[str, Any] | None = None,
     ):
         self.opening = opening
         self.goal_config = dict(goal or {})
+        self.requirements_config = dict(requirements or {})
+        self.requirements: dict[str, Any] = dict(self.requirements_config)
         self.elicit_weight = elicit_weight
         self.partial_credit = partial_credit
         self.idle_reply = idle_reply
@@ -98,6 +103,7 @@ class ScriptedUser(Interaction):
         """Take the goal for this episode and say the opening line."""
         goal = episode_info.get("goal", self.goal_config)
         self.slots = [make_slot(name, s) for name, s in goal.items()]
+        self.requirements = dict(episode_info.get("requirements", self.requirements_config) or {})
         self.turns = 0
         return [{"role": "user", "content": episode_info.get("opening", self.opening)}]
 
@@ -123,9 +129,15 @@ class ScriptedUser(Interaction):
     def finish(self, outcome: dict[str, Any] | None = None) -> InteractionOutcome:
         """Score what was found out and whether the chosen item meets the goal."""
         item = (outcome or {}).get("item")
-        met = [s.met_by(item) for s in self.slots] if isinstance(item, dict) else [False] * len(self.slots)
-        met_fraction = sum(met) / len(met) if met else float(isinstance(item, dict))
-        all_met = isinstance(item, dict) and all(met)
+        # A matching colour and price do not make a backpack the laptop the user asked for.
+        wrong_item = isinstance(item, dict) and not all(
+            str(item.get(k, "")).strip().lower() == str(v).strip().lower()
+            for k, v in self.requirements.items()
+        )
+        fits = isinstance(item, dict) and not wrong_item
+        met = [s.met_by(item) for s in self.slots] if fits else [False] * len(self.slots)
+        met_fraction = sum(met) / len(met) if met else float(fits)
+        all_met = fits and all(met)
         completion = 1.0 if all_met else self.partial_credit * met_fraction
         reward = self.elicit_weight * self.elicited + (1 - self.elicit_weight) * completion
         return InteractionOutcome(
@@ -135,6 +147,7 @@ class ScriptedUser(Interaction):
                 "elicited": self.elicited,
                 "goal_met": met_fraction,
                 "completed": item is not None,
+                "wrong_item": wrong_item,
             },
         )
 

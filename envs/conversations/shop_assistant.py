@@ -62,7 +62,8 @@ class ShopAssistantEnv(InteractionEnv):
     feature, on hard) must be asked for. The agent searches the bundled catalogue with tools and places
     the order, which ends the episode. Reward (from `interactions.ScriptedUser`): 0.2 × fraction of
     preferences found out + 0.8 × (1 if the order meets them all, else half the fraction met). Success
-    means every preference is met. `catalogue=` takes a JSON file of `{"products": [...]}` instead.
+    means every preference is met; an order from another category than the one asked for meets none.
+    `catalogue=` takes a JSON file of `{"products": [...]}` instead.
     """
 
     system_prompt = (
@@ -165,6 +166,7 @@ class ShopAssistantEnv(InteractionEnv):
             "difficulty": difficulty,
             "category": self.category,
             "goal": goal,
+            "requirements": {"category": self.category},
             "opening": opening,
             **options,
         }
