@@ -9,9 +9,9 @@ STAMP  := $(VENV)/.turngym-installed
 .PHONY: install train experts test test-fast lint bench
 
 $(STAMP): pyproject.toml
-	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
-		{ apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; }; } || \
-		echo "warning: bubblewrap is not installed; the code sandbox falls back to rlimits only"
+	@{ command -v bwrap && ldconfig -p | grep -q 'libseccomp\.so\.2'; } >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ apt-get install -y -q bubblewrap libseccomp2 >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap libseccomp2 >/dev/null; }; }; } || \
+		echo "warning: bubblewrap or libseccomp2 is not installed; LocalSandbox needs both (or isolation='none')"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned, so nothing pulls a multi-GB CUDA build on a CPU machine
 	$(BIN)/pip install -q torch==2.13.0

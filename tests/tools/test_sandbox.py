@@ -53,7 +53,17 @@ def _scan_sandbox_processes() -> list[int]:
 
 
 def _workdirs() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "turngym-sbx-*")))
+    """Work dirs of this test's uid range (other processes on the machine may be running sandboxes too)."""
+    lo, hi = UidSlot.BASE, UidSlot.BASE + UidSlot.COUNT
+    found = set()
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), "turngym-sbx-*")):
+        try:
+            uid = os.stat(path).st_uid
+        except OSError:
+            continue
+        if lo <= uid < hi or os.geteuid() != 0:
+            found.add(path)
+    return found
 
 
 @pytest.fixture(params=MODES)

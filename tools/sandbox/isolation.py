@@ -1,10 +1,12 @@
-"""Process isolation primitives: uid slots, rlimits, bubblewrap command lines, a capped run loop, cleanup."""
+"""Process isolation primitives: uid slots, rlimits, bubblewrap command lines, tmpfs work dirs, a capped run
+loop, cleanup."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import fcntl
+import math
 import os
 import resource
 import selectors
@@ -14,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 IS_ROOT = os.geteuid() == 0
@@ -57,14 +60,25 @@ class Limits:
         return out
 
 
-def limiter(limits: Limits):
-    """A preexec function that lowers rlimits (runs in the child after the uid drop, before exec)."""
+def limiter(limits: Limits, uid: int | None = None, cgroup_procs: tuple[str, ...] = ()):
+    """A preexec function: join the run's cgroups, lower rlimits, then drop to `uid` (the launcher's
+    order: joining needs root, so the uid drop comes last)."""
     pairs = limits.rlimits()
     setrlimit = resource.setrlimit
 
     def apply() -> None:
+        for path in cgroup_procs:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
         for res, value in pairs:
             setrlimit(res, (value, value))
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
 
     return apply
 
@@ -116,6 +130,11 @@ def _build_launcher() -> str | None:
             os.unlink(tmp)
 
 
+# bwrap_argv puts this where the seccomp program's fd number goes; spawn() opens a fresh fd per run (bwrap
+# reads it to EOF) and writes its number in.
+SECCOMP_FD_SLOT = "@seccomp-fd@"
+
+
 def spawn(
     argv: list[str],
     *,
@@ -126,41 +145,62 @@ def spawn(
     stdin: int,
     stdout: int,
     stderr: int,
+    cgroup_procs: tuple[str, ...] = (),
 ) -> subprocess.Popen:
-    """Start `argv` in a new session with rlimits and, as root, the private uid.
+    """Start `argv` in a new session, inside the given cgroups, with rlimits and, as root, the private uid.
 
     Uses the small C launcher when it could be built (Python then spawns with vfork); otherwise a
     preexec function (forces a full fork of this process: a few ms slower).
     """
-    launcher = launcher_path()
-    if launcher is not None:
-        values = dict(limits.rlimits())
-        command = [
-            launcher,
-            str(uid if uid is not None else -1),
-            str(values[resource.RLIMIT_CPU]),
-            str(values.get(resource.RLIMIT_AS, 0)),
-            str(values.get(resource.RLIMIT_NPROC, 0)),
-            str(values[resource.RLIMIT_FSIZE]),
-            str(values[resource.RLIMIT_NOFILE]),
-            "--",
-            *argv,
-        ]
+    pass_fds: tuple[int, ...] = ()
+    if SECCOMP_FD_SLOT in argv:
+        from tools.sandbox.seccomp import program_fd
+
+        fd = program_fd()
+        pass_fds = (fd,)
+        argv = [str(fd) if a == SECCOMP_FD_SLOT else a for a in argv]
+    if any(":" in p for p in cgroup_procs):
+        raise ValueError(f"cgroup paths must not contain ':': {cgroup_procs}")
+    try:
+        launcher = launcher_path()
+        if launcher is not None:
+            values = dict(limits.rlimits())
+            command = [
+                launcher,
+                str(uid if uid is not None else -1),
+                str(values[resource.RLIMIT_CPU]),
+                str(values.get(resource.RLIMIT_AS, 0)),
+                str(values.get(resource.RLIMIT_NPROC, 0)),
+                str(values[resource.RLIMIT_FSIZE]),
+                str(values[resource.RLIMIT_NOFILE]),
+                ":".join(cgroup_procs) or "-",
+                "--",
+                *argv,
+            ]
+            return subprocess.Popen(
+                command,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
         return subprocess.Popen(
-            command, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env, start_new_session=True
+            argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            pass_fds=pass_fds,
+            preexec_fn=limiter(limits, uid, cgroup_procs),
         )
-    ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
-    return subprocess.Popen(
-        argv,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        preexec_fn=limiter(limits),
-        **ids,
-    )
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
 
 
 class UidSlot:
@@ -237,17 +277,50 @@ def _is_zombie(proc_path: str) -> bool:
         return True
 
 
-def make_workdir(uid: int | None, base: str | None = None) -> str:
-    """A private temp dir owned by `uid`."""
+def make_workdir(uid: int | None, base: str | None = None, size_mb: int | None = None) -> str:
+    """A private temp dir owned by `uid`; with `size_mb` (root only) a tmpfs of that size, so what the
+    code writes there is bounded in total, not only per file."""
     path = tempfile.mkdtemp(prefix="turngym-sbx-", dir=base)
+    if size_mb is not None:
+        try:
+            mount_tmpfs(path, size_mb, uid)
+        except OSError:
+            os.rmdir(path)
+            raise
     if uid is not None:
         os.chown(path, uid, uid)
     os.chmod(path, 0o700)
     return path
 
 
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+_libc = []
+
+
+def _libc_fn(name: str):
+    if not _libc:
+        import ctypes
+
+        _libc.append(ctypes.CDLL(None, use_errno=True))
+    return getattr(_libc[0], name)
+
+
+def mount_tmpfs(path: str, size_mb: int, uid: int | None) -> None:
+    """Mount a size- and inode-capped tmpfs on `path` (needs root)."""
+    import ctypes
+
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    options = f"size={int(size_mb)}m,nr_inodes=16384,mode=0700{owner}".encode()
+    if _libc_fn("mount")(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mounting a tmpfs on {path}: {os.strerror(err)}")
+
+
 def remove_workdir(path: str) -> None:
-    """Delete the work dir, including read-only dirs the code may have made."""
+    """Delete the work dir (unmounting its tmpfs first), including read-only dirs the code may have made."""
+    if os.path.ismount(path) and _libc_fn("umount2")(path.encode(), _MNT_DETACH) == 0:
+        os.rmdir(path)
+        return
 
     def fix(func, p, _exc):
         with contextlib.suppress(OSError):
@@ -289,30 +362,74 @@ def read_files(workdir: str, paths: list[str], limit_bytes: int) -> dict[str, by
     return out
 
 
-_bwrap_ok: dict[str, bool] = {}
+_bwrap_probe: dict[str, str] = {}
+_probe_lock = threading.Lock()
 
 
-def bwrap_path() -> str | None:
-    """bubblewrap's path if it is installed and works here (checked once)."""
-    exe = shutil.which("bwrap")
+def bwrap_problem(exe: str | None = None) -> str:
+    """Why bubblewrap cannot give full isolation here (empty when it can): missing, too old for
+    --disable-userns, or unable to create namespaces / load the seccomp filter (checked once per path)."""
+    exe = exe or shutil.which("bwrap")
     if exe is None:
-        return None
-    if exe not in _bwrap_ok:
-        probe = bwrap_argv(exe, "/tmp", ["/bin/true"], bind_workdir=False)
-        try:
-            kwargs = {"user": 65534, "group": 65534, "extra_groups": []} if IS_ROOT else {}
-            done = subprocess.run(probe, capture_output=True, timeout=10, **kwargs)
-            _bwrap_ok[exe] = done.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _bwrap_ok[exe] = False
-    return exe if _bwrap_ok[exe] else None
+        return "bubblewrap (bwrap) is not installed"
+    if not os.access(exe, os.X_OK):
+        return f"bubblewrap not found at {exe}"
+    from tools.sandbox.seccomp import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason:
+        return reason
+    with _probe_lock:
+        if exe not in _bwrap_probe:
+            _bwrap_probe[exe] = _probe(exe)
+        return _bwrap_probe[exe]
+
+
+def _probe(exe: str) -> str:
+    probe = bwrap_argv(exe, "/tmp", ["/bin/true"], bind_workdir=False)
+    try:
+        proc = spawn(
+            probe,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            limits=Limits(cpu_s=10, memory_mb=0),
+            uid=65534 if IS_ROOT else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        _, err = proc.communicate(timeout=10)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap at {exe} could not start: {exc}"
+    if proc.returncode != 0:
+        text = err.decode(errors="replace").strip().splitlines()
+        return f"bubblewrap at {exe} cannot create the sandbox: {text[-1] if text else proc.returncode}"
+    return ""
+
+
+def bwrap_path(exe: str | None = None) -> str | None:
+    """bubblewrap's path if it is installed and gives full isolation here (checked once), else None."""
+    exe = exe or shutil.which("bwrap")
+    return exe if exe and not bwrap_problem(exe) else None
 
 
 def bwrap_argv(
-    exe: str, workdir: str, command: list[str], extra_ro: tuple[str, ...] = (), bind_workdir: bool = True
+    exe: str,
+    workdir: str,
+    command: list[str],
+    extra_ro: tuple[str, ...] = (),
+    bind_workdir: bool = True,
+    *,
+    tmp_mb: int = 256,
+    shm_mb: int = 64,
+    hardened: bool = True,
 ) -> list[str]:
-    """bubblewrap command: no network, read-only system, private /tmp and work dir, own PID namespace."""
+    """bubblewrap command: no network, read-only system, size-capped private /tmp and /dev/shm, the work
+    dir, own PID namespace; `hardened` adds --disable-userns and the seccomp filter (the default)."""
     argv = [exe, "--unshare-all", "--die-with-parent", "--new-session"]
+    if hardened:
+        # --unshare-all only *tries* a user namespace; --disable-userns needs one for sure.
+        argv += ["--unshare-user", "--disable-userns", "--seccomp", SECCOMP_FD_SLOT]
     for path in (*_RO_PATHS, *extra_ro):
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
@@ -321,11 +438,16 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(256 * 1024 * 1024), "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    # --dev's own /dev/shm is a tmpfs of half the host's RAM: replace it with a capped one.
+    argv += ["--size", str(shm_mb * 1024 * 1024), "--tmpfs", "/dev/shm"]
     if bind_workdir:
         argv += ["--bind", workdir, SANDBOX_DIR, "--chdir", SANDBOX_DIR]
     argv += ["--remount-ro", "/", "--", *command]
     return argv
+
+
+_CPU_CHECK_S = 0.2
 
 
 @dataclass
@@ -338,6 +460,7 @@ class RawRun:
     timed_out: bool
     truncated: bool
     duration_s: float
+    cpu_exceeded: bool = False  # killed for going over the CPU-seconds budget (cgroup accounting)
     cancelled: bool = False  # stopped because the caller's `cancel` event was set
 
 
@@ -352,8 +475,15 @@ def run_capped(
     limits: Limits,
     uid: int | None,
     cancel: threading.Event | None = None,
+    cgroup_procs: tuple[str, ...] = (),
+    cpu_seconds: Callable[[], float] | None = None,
+    cpu_budget_s: float = math.inf,
 ) -> RawRun:
-    """Run to completion, wall timeout or `cancel`; kill the whole group either way; cap each stream."""
+    """Run to completion, wall timeout or `cancel`; kill the whole group either way; cap each stream.
+
+    With `cpu_seconds` (the run's cgroup CPU counter) the run also ends, as a timeout, once it has used
+    more than `cpu_budget_s` CPU seconds since it started (checked every 0.2 s).
+    """
     start = time.perf_counter()
     proc = spawn(
         argv,
@@ -364,7 +494,11 @@ def run_capped(
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        cgroup_procs=cgroup_procs,
     )
+    cpu_start = cpu_seconds() if cpu_seconds is not None else 0.0
+    next_cpu_check = start + _CPU_CHECK_S
+    cpu_exceeded = False
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     bufs = {out_fd: bytearray(), err_fd: bytearray()}
     truncated = False
@@ -394,9 +528,16 @@ def run_capped(
             if cancel is not None and cancel.is_set():
                 cancelled = True
                 break
+            if cpu_seconds is not None and now >= next_cpu_check:
+                next_cpu_check = now + _CPU_CHECK_S
+                if cpu_seconds() - cpu_start > cpu_budget_s:
+                    timed_out = cpu_exceeded = True
+                    break
             wait = deadline - now if exited_at is None else 0.05
             if cancel is not None:
                 wait = min(wait, 0.05)  # an Event cannot wake select(): poll it (cancel within 50 ms)
+            if cpu_seconds is not None:
+                wait = min(wait, max(next_cpu_check - now, 0.0))
             for key, _ in sel.select(wait):
                 fd = key.fd
                 if fd == pidfd:
@@ -448,6 +589,7 @@ def run_capped(
         truncated=truncated,
         duration_s=time.perf_counter() - start,
         cancelled=cancelled,
+        cpu_exceeded=cpu_exceeded,
     )
 
 

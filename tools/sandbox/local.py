@@ -1,4 +1,5 @@
-"""`LocalSandbox`: each run a fresh process under bubblewrap (when present), a private uid and rlimits."""
+"""`LocalSandbox`: each run a fresh process under bubblewrap + seccomp, a private uid, a per-run cgroup and
+rlimits."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ import signal
 import sys
 import threading
 
+from tools.sandbox.cgroup import RunCgroup, sweep_stale
+from tools.sandbox.cgroup import support as cgroup_support
 from tools.sandbox.isolation import (
     IS_ROOT,
     SANDBOX_DIR,
     Limits,
     UidSlot,
     bwrap_argv,
-    bwrap_path,
+    bwrap_problem,
     make_workdir,
     read_files,
     remove_workdir,
@@ -62,6 +65,26 @@ def _warn_once(key: str, message: str) -> None:
         log.warning(message)
 
 
+_NONE_WARNING = (
+    "LocalSandbox(isolation='none'): sandboxed code is NOT isolated: it can read every file {who} can "
+    "read (hidden tests, keys, other runs' files), write host /tmp and /dev/shm where later runs see it, "
+    "and connect to the host network and to loopback TCP and unix sockets; no seccomp filter. Only "
+    "rlimits, a private uid (as root), per-run cgroups and a capped work dir apply."
+)
+_swept: list[bool] = []
+
+
+def _who() -> str:
+    return "a private unprivileged uid" if IS_ROOT else f"uid {os.getuid()}"
+
+
+def _sweep_once() -> None:
+    # Run groups of a process that was killed stay behind; clear them once per process.
+    if not _swept:
+        _swept.append(True)
+        sweep_stale()
+
+
 def _cancelled() -> SandboxResult:
     return SandboxResult("sandbox_error", message="cancelled by the caller; its processes were killed")
 
@@ -74,11 +97,21 @@ def default_python() -> str:
     return os.path.realpath(sys.executable)
 
 
+MIN_MEMORY_MB = 16  # below this neither bubblewrap nor an interpreter can start
+
+
 class LocalSandbox:
     """Runs code in a fresh, isolated, resource-limited process per call.
 
-    `isolation`: "auto" (bubblewrap when it works here, else rlimits only, said once in the log),
-    "bwrap" (required) or "none" (rlimits and uid drop only).
+    `isolation`: "auto" or "bwrap" (the same: bubblewrap namespaces with --disable-userns and a seccomp
+    filter, required; a clear error if this machine cannot provide them) or "none" (an explicit opt-out:
+    no namespaces or filter, said loudly in the log once per process).
+
+    Limits hold for the whole run when cgroups are available (root, v1 or delegated v2): `memory_mb`
+    bounds every process, tmpfs page and the compile step together, `nproc` the processes alive at once,
+    `cpus` the cores it may use and `timeout_s * cpus` its CPU seconds. Without cgroups the rlimits
+    (per process) and size-capped tmpfs (`disk_mb` work dir, `tmpfs_mb` /tmp and /dev/shm) remain;
+    `limits_report()` says which hold.
     """
 
     def __init__(
@@ -95,6 +128,11 @@ class LocalSandbox:
         compile_timeout_s: float = 30.0,
         workdir_base: str | None = None,
         max_workers: int = 64,
+        bwrap: str | None = None,
+        cgroups: bool = True,
+        cpus: float = 1.0,
+        disk_mb: int = 256,
+        tmpfs_mb: int = 128,
     ) -> None:
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
@@ -104,24 +142,38 @@ class LocalSandbox:
         self.compile_timeout_s = compile_timeout_s
         self.workdir_base = workdir_base
         self.max_workers = max_workers
+        self.cpus, self.disk_mb, self.tmpfs_mb = cpus, disk_mb, tmpfs_mb
         self.bwrap: str | None = None
         if isolation not in ("auto", "bwrap", "none"):
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
-        if isolation != "none":
-            self.bwrap = bwrap_path()
-            if self.bwrap is None and isolation == "bwrap":
-                raise RuntimeError("bubblewrap is not installed or does not work here (install `bubblewrap`)")
-            if self.bwrap is None:
-                _warn_once(
-                    "no-bwrap",
-                    "bubblewrap not available: sandbox falls back to rlimits + uid drop (no network or "
-                    "filesystem isolation). Install the `bubblewrap` package for full isolation.",
+        if isolation == "none":
+            _warn_once("isolation-none", _NONE_WARNING.format(who=_who()))
+        else:
+            exe = bwrap or shutil.which("bwrap")
+            problem = bwrap_problem(exe) if exe else "bubblewrap (bwrap) is not installed"
+            if problem:
+                raise RuntimeError(
+                    f"sandbox isolation unavailable: {problem}. Install it (Debian: apt-get install "
+                    "bubblewrap libseccomp2; pip install pyseccomp) or pass isolation='none' to run code "
+                    "without isolation."
                 )
+            self.bwrap = exe
         if not IS_ROOT:
             _warn_once(
                 "not-root",
-                "not running as root: sandboxed code keeps this user's uid (no process-count limit)",
+                "not running as root: sandboxed code keeps this user's uid (no process-count limit, "
+                "no per-run cgroup, work dir not size-capped)",
             )
+        self._cgroups = cgroup_support() if cgroups else None
+        if self._cgroups is not None and not self._cgroups.available:
+            _warn_once(
+                "no-cgroups",
+                f"sandbox: no per-run cgroups ({self._cgroups.reason}); memory and CPU limits hold per "
+                "process only (rlimits), tmpfs sizes are capped",
+            )
+            self._cgroups = None
+        if self._cgroups is not None:
+            _sweep_once()
         real = os.path.realpath(self.python)
         prefix = os.path.dirname(os.path.dirname(real))
         self._extra_ro = () if real.startswith("/usr/") else (prefix,)
@@ -131,10 +183,73 @@ class LocalSandbox:
         """ "bwrap" or "none" (rlimits and uid drop only)."""
         return "bwrap" if self.bwrap else "none"
 
+    def limits_report(self) -> dict[str, str]:
+        """Which limits hold for a run here, one sentence per resource (for logs, /health and docs)."""
+        cg = self._cgroups
+        how = f"cgroup v{cg.version}" if cg else ""
+        report = {
+            "isolation": (
+                f"bubblewrap ({self.bwrap}): own mount, pid, net, ipc, uts, user namespaces; nested user "
+                "namespaces disabled; seccomp filter refuses mount, unshare/setns, ptrace, io_uring, bpf, "
+                "keyctl, perf_event_open, module and kexec calls"
+                if self.bwrap
+                else "none: code can read any file its uid can, reach the host network and loopback, "
+                "and share host /tmp and /dev/shm"
+            ),
+            "memory": (
+                f"{self.memory_mb} MB per run over all its processes, tmpfs pages and the compile step "
+                f"({how}, swap excluded); plus {self.memory_mb} MB address space per process"
+                if cg
+                else f"{self.memory_mb} MB address space per process (RLIMIT_AS); no bound over the run"
+            ),
+            "processes": (
+                f"{self.nproc} alive at once per run ({how} pids)"
+                if cg
+                else f"{self.nproc} per private uid (RLIMIT_NPROC)"
+                if IS_ROOT
+                else "not bounded (not root: RLIMIT_NPROC would count this user's own processes)"
+            ),
+            "cpu": (
+                f"{self.cpus:g} core(s) per run ({how} quota) and at most timeout x {self.cpus:g} CPU "
+                "seconds (killed past it); plus RLIMIT_CPU per process"
+                if cg
+                else "RLIMIT_CPU per process (timeout + 1 s); a run with many processes can use every core "
+                "until the wall-clock timeout"
+            ),
+            "disk": (
+                f"work dir: tmpfs capped at {self.disk_mb} MB ({self._workdir_note()}); files at most "
+                f"{self.fsize_mb} MB each"
+                if IS_ROOT
+                else f"work dir on disk, files at most {self.fsize_mb} MB each (RLIMIT_FSIZE), total "
+                "not bounded (not root: no tmpfs mount)"
+            ),
+            "tmp": (
+                f"/tmp and /dev/shm: private tmpfs capped at {self.tmpfs_mb} MB each"
+                + (" (and counted in the run's memory)" if cg else "")
+                if self.bwrap
+                else "/tmp and /dev/shm are the host's (isolation='none')"
+            ),
+        }
+        return report
+
+    def _workdir_note(self) -> str:
+        return "counted in the run's memory" if self._cgroups else "RAM, outside any per-run bound"
+
     def _command(self, argv: list[str], workdir: str) -> tuple[list[str], str]:
         if self.bwrap:
-            return bwrap_argv(self.bwrap, workdir, argv, self._extra_ro), workdir
+            command = bwrap_argv(
+                self.bwrap, workdir, argv, self._extra_ro, tmp_mb=self.tmpfs_mb, shm_mb=self.tmpfs_mb
+            )
+            return command, workdir
         return argv, workdir
+
+    def _run_cgroup(self, memory: int, uid: int | None) -> RunCgroup | None:
+        if self._cgroups is None:
+            return None
+        return RunCgroup(memory, self.nproc, self.cpus, tag=str(uid if uid is not None else "self"))
+
+    def _workdir_size_mb(self) -> int | None:
+        return self.disk_mb if IS_ROOT else None
 
     def _env(self, workdir: str) -> dict[str, str]:
         home = SANDBOX_DIR if self.bwrap else workdir
@@ -178,13 +293,21 @@ class LocalSandbox:
         )
         if cancel is not None and cancel.is_set():
             return _cancelled()
+        if memory < MIN_MEMORY_MB:
+            return SandboxResult(
+                "sandbox_error",
+                message=f"memory limit of {memory} MB is below the {MIN_MEMORY_MB} MB a sandboxed run needs",
+            )
         try:
             slot = UidSlot()
         except RuntimeError as exc:
             return SandboxResult("sandbox_error", message=str(exc))
         workdir = None
+        group: RunCgroup | None = None
+        emptied = False
         try:
-            workdir = make_workdir(slot.uid, self.workdir_base)
+            group = self._run_cgroup(memory, slot.uid)
+            workdir = make_workdir(slot.uid, self.workdir_base, self._workdir_size_mb())
             return self._run_in(
                 lang,
                 code,
@@ -197,16 +320,34 @@ class LocalSandbox:
                 fetch_files or [],
                 compile_timeout,
                 cancel,
+                group,
             )
         except Exception as exc:  # our own failure, not the code's
             return SandboxResult("sandbox_error", message=f"sandbox failed: {type(exc).__name__}: {exc}")
         finally:
-            slot.release()
+            if group is not None:
+                emptied = group.kill_all()
+                group.remove()
+            # Nothing leaves its cgroup without root, so an emptied group means no process of the uid is
+            # left: the /proc sweep is only needed without one.
+            slot.release(sweep=not emptied)
             if workdir is not None:
                 remove_workdir(workdir)
 
     def _run_in(
-        self, lang, code, workdir, uid, timeout, memory, stdin, files, fetch, compile_timeout, cancel=None
+        self,
+        lang,
+        code,
+        workdir,
+        uid,
+        timeout,
+        memory,
+        stdin,
+        files,
+        fetch,
+        compile_timeout,
+        cancel=None,
+        group=None,
     ) -> SandboxResult:
         source = {"python": "main.py", "bash": "main.sh", "c": "main.c", "cpp": "main.cpp"}[lang]
         write_files(workdir, {**files, source: code}, uid)
@@ -221,15 +362,22 @@ class LocalSandbox:
                 )
             flags = ["-O2", "-std=c11"] if lang == "c" else ["-O2", "-std=c++17"]
             argv = [compiler, *flags, "-o", f"{here}/main", f"{here}/{source}", "-lm"]
-            built = self._exec(argv, workdir, uid, None, compile_timeout, max(memory, 4096), cancel)
+            # cc1plus reserves far more address space than it touches: with a cgroup the run's memory
+            # bound (which covers the compiler) is the real limit, so RLIMIT_AS stays generous for it.
+            address_space = max(memory, 4096) if group is not None else memory
+            built = self._exec(argv, workdir, uid, None, compile_timeout, address_space, cancel, group)
             if built.cancelled:
                 return _cancelled()
+            failure = self._tool_failure(built)
+            if failure is not None:
+                return failure
             compile_output = (built.stdout + built.stderr).decode(errors="replace")
             if built.timed_out or built.returncode != 0:
                 why = (
                     "compile timed out"
                     if built.timed_out
-                    else f"compilation failed (exit code {built.returncode})"
+                    else self._memory_text(group, memory, "compiler")
+                    or f"compilation failed (exit code {built.returncode})"
                 )
                 return SandboxResult(
                     "compile_error",
@@ -243,9 +391,12 @@ class LocalSandbox:
             argv = [self.python, "-I", "-S", "-u", f"{here}/{source}"]
         else:
             argv = ["/bin/bash", f"{here}/{source}"]
-        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory, cancel)
+        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory, cancel, group)
         if raw.cancelled:
             return _cancelled()
+        failure = self._tool_failure(raw)
+        if failure is not None:
+            return failure
         result = SandboxResult(
             status="ok",
             stdout=raw.stdout.decode(errors="replace"),
@@ -255,13 +406,20 @@ class LocalSandbox:
             truncated=raw.truncated,
             compile_output=compile_output,
         )
-        if raw.timed_out:
+        if raw.cpu_exceeded:
+            result.status, result.message = (
+                "timeout",
+                f"timed out: used more than {timeout * self.cpus:g} CPU seconds "
+                f"({timeout:g}s x {self.cpus:g} core); every process killed",
+            )
+        elif raw.timed_out:
             result.status, result.message = (
                 "timeout",
                 f"timed out after {timeout:g}s (wall clock); process killed",
             )
         elif raw.returncode != 0:
-            result.status, result.message = "error", self._exit_text(raw.returncode)
+            result.status = "error"
+            result.message = self._memory_text(group, memory, "program") or self._exit_text(raw.returncode)
         if raw.truncated:
             result.message = (result.message + "; " if result.message else "") + (
                 f"output over {self.max_output_bytes} bytes was cut"
@@ -270,7 +428,7 @@ class LocalSandbox:
             result.files = read_files(workdir, fetch, self.max_output_bytes)
         return result
 
-    def _exec(self, argv, workdir, uid, stdin, timeout, memory, cancel=None):
+    def _exec(self, argv, workdir, uid, stdin, timeout, memory, cancel=None, group=None):
         command, cwd = self._command(argv, workdir)
         limits = Limits(
             cpu_s=math.ceil(timeout) + 1,
@@ -289,7 +447,34 @@ class LocalSandbox:
             limits=limits,
             uid=uid,
             cancel=cancel,
+            cgroup_procs=group.procs_files if group is not None else (),
+            cpu_seconds=group.cpu_seconds if group is not None else None,
+            cpu_budget_s=timeout * self.cpus if group is not None else math.inf,
         )
+
+    @staticmethod
+    def _tool_failure(raw) -> SandboxResult | None:
+        """bubblewrap's or the launcher's own failure (before the code ran) as a sandbox_error."""
+        err = raw.stderr
+        if raw.timed_out or raw.cancelled or raw.stdout:
+            return None
+        if (raw.returncode == 1 and err.startswith(b"bwrap: ")) or (
+            raw.returncode == 126 and err.startswith(b"sandbox launcher: ")
+        ):
+            line = err.decode(errors="replace").strip().splitlines()[0]
+            return SandboxResult(
+                "sandbox_error", duration_s=raw.duration_s, message=f"sandbox failed: {line}"
+            )
+        return None
+
+    @staticmethod
+    def _memory_text(group: RunCgroup | None, memory: int, what: str) -> str:
+        if group is not None and group.oom_kills():
+            return (
+                f"killed: the {what} went over the run's memory limit of {memory} MB "
+                "(all its processes and temporary files together)"
+            )
+        return ""
 
     def _exit_text(self, code: int | None) -> str:
         sig = None
