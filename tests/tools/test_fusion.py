@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import httpx
 import pytest
@@ -73,3 +75,48 @@ def test_async_concurrency(sandbox_server):
         return await asyncio.gather(*(fs.arun(f"print({i})") for i in range(8)))
 
     assert [r.stdout for r in asyncio.run(main())] == [f"{i}\n" for i in range(8)]
+
+
+def _wait_idle(url: str) -> dict:
+    for _ in range(400):
+        health = httpx.get(f"{url}/health").json()
+        if health["running"] == 0 and health["waiting"] == 0:
+            return health
+        time.sleep(0.05)
+    raise AssertionError(f"server never went idle: {health}")
+
+
+def test_read_timeout_is_not_retried(sandbox_server):
+    # The run may have happened: running it again would double its side effects (and its cost).
+    before = _wait_idle(sandbox_server)["started"]
+    for fs in (FusionSandbox(sandbox_server, client_timeout_s=0.5),):
+        res = fs.run("import time; time.sleep(3)", timeout_s=5)
+        assert res.status == "sandbox_error" and "not retried" in res.message
+        ares = asyncio.run(fs.arun("import time; time.sleep(3)", timeout_s=5))
+        assert ares.status == "sandbox_error" and "not retried" in ares.message
+    assert _wait_idle(sandbox_server)["started"] - before == 2
+
+
+def test_refused_connection_is_retried_until_the_server_is_up():
+    from tools.sandbox.serve import free_port, spawn_server, stop_server
+
+    port = free_port()
+    started: list = []
+    # The server comes up while the client is already retrying (a refused connection ran nothing).
+    starter = threading.Timer(0.3, lambda: started.append(spawn_server(port=port)))
+    starter.start()
+    try:
+        res = FusionSandbox(f"http://127.0.0.1:{port}", max_attempts=20).run("print(7)")
+        assert res.status == "ok" and res.stdout == "7\n"
+    finally:
+        starter.join()
+        for _url, proc in started:
+            stop_server(proc)
+
+
+def test_per_call_compile_timeout(sandbox_server):
+    fs = FusionSandbox(sandbox_server, compile_timeout_s=20)
+    cpp = "int main() { return 0; }\n"  # SandboxFusion's protocol has no plain C
+    assert fs.run(cpp, "cpp").status == "ok"
+    res = fs.run(cpp, "cpp", compile_timeout_s=0.001)
+    assert res.status == "compile_error" and "timed out" in res.message

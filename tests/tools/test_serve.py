@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import socket
-import subprocess
 import sys
 import time
 
@@ -14,7 +12,7 @@ import httpx
 import pytest
 
 from tools.sandbox import FusionSandbox
-from tools.sandbox.serve import scrub_message, scrub_output
+from tools.sandbox.serve import scrub_message, scrub_output, spawn_server, stop_server
 
 pytestmark = pytest.mark.slow
 
@@ -24,48 +22,10 @@ UID_BASE = 300000 + (os.getpid() % 500) * 64
 UID_COUNT = 64
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(*flags: str, port: int | None = None) -> tuple[str, subprocess.Popen]:
-    """Start the server with `flags` on a free port (sandbox uids in our private range); wait for /health."""
-    port = port or _free_port()
-    env = {
-        **os.environ,
-        "TURNGYM_SANDBOX_UID_BASE": str(UID_BASE),
-        "TURNGYM_SANDBOX_UID_COUNT": str(UID_COUNT),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.sandbox.serve", "--port", str(port), *flags],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(400):
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return url, proc
-        except httpx.TransportError:
-            time.sleep(0.05)
-        if proc.poll() is not None:
-            raise RuntimeError(f"server died: {proc.stderr.read().decode()}")
-    proc.kill()
-    raise RuntimeError("server did not come up")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    """Stop a server started by `start_server`."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def start_server(*flags: str, port: int | None = None):
+    """The server with `flags`, its sandbox uids in our private range: (url, Popen)."""
+    env = {"TURNGYM_SANDBOX_UID_BASE": str(UID_BASE), "TURNGYM_SANDBOX_UID_COUNT": str(UID_COUNT)}
+    return spawn_server(*flags, port=port, env=env)
 
 
 def sandbox_processes() -> int:
