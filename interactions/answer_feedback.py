@@ -9,7 +9,7 @@ from typing import Any
 
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply, Message
 
-_MARKED = re.compile(r"(?:final\s+answer|answer)\s*(?:is)?\s*[:=]\s*\**\s*([^\n*]+)", re.IGNORECASE)
+_MARKED = re.compile(r"(?:final\s+answer|answer)\s*(?:is)?\s*[:=]\s*([^\n]+)", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?")
 # One written number: optional sign and `$`, ASCII digits (thousands commas only in groups of three),
@@ -133,7 +133,10 @@ class AnswerFeedback(Interaction):
 
     def extract(self, text: str) -> str | None:
         """The final answer written in a reply, or None; AnswerFormatError if it gives different ones."""
-        found = [f.strip() for f in [*_BOXED.findall(text), *(m.group(1) for m in _MARKED.finditer(text))]]
+        # Markdown emphasis around the answer (`**42**`) is decoration, not part of it.
+        found = [
+            f.strip(" \t*`") for f in [*_BOXED.findall(text), *(m.group(1) for m in _MARKED.finditer(text))]
+        ]
         found = [f for f in found if f]
         if found:
             # Several different final answers would let a policy hedge and be paid for whichever is right.

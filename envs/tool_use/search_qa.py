@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,11 +44,17 @@ class SearchQAEnv(ToolQAEnv):
         return Question(q["question"], q["answer"], calls, q["id"], tuple(q.get("aliases", ())))
 
     def is_correct(self, given: str, expected: str) -> bool:
-        """Numbers compare numerically; names match when the expected words appear in the answer."""
+        """Numbers compare exactly; a name must be the whole answer (case, accents, punctuation and a
+        leading "the" aside): finding it inside the answer would pay a list of fifty names, or "not X"."""
         if re.fullmatch(r"-?[\d.,]+", expected.strip()):
             return numbers_match(given, expected)
-        return re.search(rf"(?<!\w){re.escape(_norm(expected))}(?!\w)", _norm(given)) is not None
+        return _norm(given) == _norm(expected)
 
 
 def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s-]", " ", text.lower()).split())
+    decomposed = unicodedata.normalize("NFKD", text)
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+    words = re.sub(r"[\W_]+", " ", plain).split()
+    if len(words) > 1 and words[0] in ("the", "a", "an"):
+        words = words[1:]
+    return " ".join(words)

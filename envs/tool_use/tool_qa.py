@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +12,7 @@ from envs.messages import system, user
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
 
-_MARKED = re.compile(r"(?:final\s+answer|answer)\s*[:=]\s*\**\s*([^\n*]+)", re.IGNORECASE)
+_MARKED = re.compile(r"(?:final\s+answer|answer)\s*[:=]\s*([^\n]+)", re.IGNORECASE)
 
 
 @dataclass
@@ -31,9 +30,15 @@ class ToolQAEnv(TextEnv):
     """Subclasses set `tool_names` (registry built-ins) and implement `make_question`.
 
     The agent answers with `submit(answer)` or a reply ending in `Answer: ...`; a right answer scores 1.
-    `useful_call_reward` (default 0) is added for each successful call to a helper tool, at most
-    `max_rewarded_calls` per episode: a small shaping signal that never outweighs the answer.
+    An answer must be one value: several numbers in it (`42 or 43`), or several different `Answer:` lines,
+    are a format error (nothing paid, the episode goes on). `useful_call_reward` (default 0) is added for
+    each successful helper-tool call not made before with the same arguments, at most `max_rewarded_calls`
+    per episode; together at most `MAX_SHAPING` (a quarter of what solving pays), so it never outweighs
+    the answer.
     """
+
+    #: The most the optional tool-call shaping may add up to in one episode.
+    MAX_SHAPING: float = 0.25
 
     tool_names: tuple[str, ...] = ()
     system_prompt = "Answer the question. Use your tools; when you know the answer, call `submit` with it."
@@ -50,6 +55,14 @@ class ToolQAEnv(TextEnv):
     ):
         super().__init__(tools=tools, render_mode=render_mode)
         self.difficulty = self._check_difficulty(difficulty or self.difficulties[0])
+        if useful_call_reward < 0 or max_rewarded_calls < 0:
+            raise ValueError("useful_call_reward and max_rewarded_calls must be >= 0")
+        if useful_call_reward * max_rewarded_calls > self.MAX_SHAPING:
+            # Shaping that approaches the answer's reward would pay a policy for calling tools, not solving.
+            raise ValueError(
+                f"tool-call shaping of up to {useful_call_reward} x {max_rewarded_calls} per episode exceeds "
+                f"{self.MAX_SHAPING} (solving pays 1.0); lower useful_call_reward or max_rewarded_calls"
+            )
         self.useful_call_reward = useful_call_reward
         self.max_rewarded_calls = max_rewarded_calls
         self.question: Question | None = None
@@ -83,19 +96,34 @@ class ToolQAEnv(TextEnv):
         difficulty = self._check_difficulty(options.pop("difficulty", self.difficulty))
         self.question = self.make_question(difficulty, options)
         self.rewarded_calls = 0
+        self._seen_calls: set[tuple[str, str]] = set()
         self.expert_step = 0
         opening = [system(self.system_prompt), user(self.question.text)]
         return opening, {"difficulty": difficulty, "kind": self.question.kind}
 
     def _grade(self, given: str) -> StepResult:
-        right = any(self.is_correct(given, a) for a in (self.question.answer, *self.question.aliases))
+        from interactions.answer_feedback import AnswerFormatError
+
+        try:
+            right = any(self.is_correct(given, a) for a in (self.question.answer, *self.question.aliases))
+        except AnswerFormatError as e:
+            problem = f"the answer {given.strip()[:80]!r} is not one value: {e}"
+            return StepResult(
+                [user(f"Not graded: {problem}. Submit exactly one answer.")], info={"format_error": problem}
+            )
         text = "Correct!" if right else f"Wrong: {given.strip()!r} is not the answer."
         return StepResult([user(text)], 1.0 if right else 0.0, terminated=True, info={"success": right})
 
     def _respond(self, turn: AssistantTurn) -> StepResult:
-        found = _MARKED.findall(turn.content)
-        if not found or not found[-1].strip():
+        # Markdown emphasis around the answer (`**42**`) is decoration, not part of it.
+        found = [f.strip(" \t*`") for f in _MARKED.findall(turn.content) if f.strip(" \t*`")]
+        problem = None
+        if not found:
             problem = "no tool call and no `Answer: ...` in the reply"
+        elif len({" ".join(f.lower().split()) for f in found}) > 1:
+            # Several final answers would let a policy hedge and be paid for whichever is right.
+            problem = f"the reply gives several final answers ({', '.join(repr(f[:40]) for f in found[:4])})"
+        if problem:
             return StepResult(
                 [user(f"Nothing was done ({problem}). {self.action_help}")], info={"format_error": problem}
             )
@@ -110,6 +138,11 @@ class ToolQAEnv(TextEnv):
             and call.name in self.tool_names
             and self.rewarded_calls < self.max_rewarded_calls
         ):
+            # The same call again teaches nothing new; paying for it would make the shaping farmable.
+            key = (call.name, _canonical(call.arguments))
+            if key in self._seen_calls:
+                return None
+            self._seen_calls.add(key)
             self.rewarded_calls += 1
             return StepResult([], self.useful_call_reward)
         return None
@@ -132,13 +165,23 @@ def _call(name: str, arguments: dict[str, Any]) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
-def numbers_match(given: str, expected: str, rel_tol: float = 1e-9) -> bool:
-    """Numbers written either way (`1,234.5`, `$12`, `7/3`) compare within a relative tolerance."""
-    from interactions.answer_feedback import parse_number
+def numbers_match(given: str, expected: str) -> bool:
+    """Whether `given` holds exactly the number `expected` (`1,234.5`, `$12`, `7/3`, `x = 7` all read).
 
-    want = parse_number(expected)
-    got = parse_number(given.split("(")[0]) if given.strip() else None
-    if got is None:
-        number = re.search(r"-?[\d,]*\.?\d+(?:/\d+)?", given)
-        got = parse_number(number.group(0)) if number else None
-    return got is not None and want is not None and math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-9)
+    Exact: the questions have exact answers, so a rounded value is wrong. Several different numbers in
+    `given` raise `interactions.answer_feedback.AnswerFormatError`.
+    """
+    from interactions.answer_feedback import read_number
+
+    want = read_number(expected)
+    got = read_number(given)
+    return got is not None and want is not None and got == want
+
+
+def _canonical(arguments: dict | str) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    return json.dumps(arguments, sort_keys=True)

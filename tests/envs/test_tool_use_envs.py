@@ -85,7 +85,8 @@ def test_numbers_in_other_formats_are_accepted():
 def test_useful_call_reward_is_capped():
     env = envs.make("calculator-qa-v0", useful_call_reward=0.05, max_rewarded_calls=2)
     env.reset(seed=0)
-    rewards = [env.step(call("calculator", expression="2 + 2"))[1] for _ in range(3)]
+    # Different calls are rewarded up to the cap (a repeated call earns nothing: test_tool_use_hacking).
+    rewards = [env.step(call("calculator", expression=f"{n} + {n}"))[1] for n in (2, 3, 4)]
     assert rewards == [0.05, 0.05, 0.0]
     assert env.step(call("calculator", expression="1 / 0"))[1] == 0.0  # failed calls earn nothing
     assert (
