@@ -1,10 +1,11 @@
-"""Rollout ``hf``: a transformers model in a Ray actor that serves token-in/token-out generate.
+"""Rollout ``hf``: turngym's ``rollout.HFEngine`` in a Ray actor, behind verl's rollout interfaces.
 
 Shapes mirror verl's vLLM rollout (``verl/workers/rollout/vllm_rollout/``):
 
-- ``HFRolloutServer``: the server actor. ``generate(prompt_ids, sampling_params, request_id)``
-  returns a ``TokenOutput`` (token ids + per-token logprobs). Requests arriving together are
-  batched (left padding + KV cache). ``update_weights(state_dict)`` loads the trainer's weights.
+- ``HFRolloutServer``: the server actor. It adds to ``HFEngine`` (the sampler ``rollout.eval``
+  uses, so training samples exactly as evaluation does) only verl's request conventions
+  (``max_tokens`` from the configured lengths, ``TokenOutput``, ``global_steps``) and
+  ``update_weights(state_dict)``, which loads the trainer's weights into the engine in place.
 - ``HFReplica``: the ``RolloutReplica`` verl's ``LLMServerManager`` builds; launches one server.
 - ``HFServerAdapter``: the ``BaseRollout`` living in each actor worker; on every weight sync it
   gathers the full tensors from the FSDP engine and ships them to its replica's server.
@@ -24,6 +25,8 @@ import torch
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
+from rollout.hf_engine import HFEngine
+
 logger = logging.getLogger(__name__)
 
 SERVER_NAME_PREFIX = "hf_server_"
@@ -33,75 +36,37 @@ def _server_name(replica_rank: int, name_suffix: str = "") -> str:
     return f"{SERVER_NAME_PREFIX}{replica_rank}_0{name_suffix}"
 
 
-def _sampling_key(params: dict[str, Any]) -> tuple[float, float, int]:
-    temperature = float(params.get("temperature", 1.0) or 0.0)
-    top_p = float(params.get("top_p", 1.0) or 1.0)
-    top_k = int(params.get("top_k", -1) or -1)
-    return temperature, top_p, top_k
-
-
-def _sample(
-    logits: torch.Tensor, temperature: float, top_p: float, top_k: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Next tokens and their log-probabilities under the temperature-scaled distribution."""
-    logits = logits.float()
-    if temperature <= 0:
-        tokens = logits.argmax(-1)
-        logprobs = torch.log_softmax(logits, -1).gather(-1, tokens[:, None]).squeeze(-1)
-        return tokens, logprobs
-    scaled = logits / temperature
-    logprobs_all = torch.log_softmax(scaled, -1)
-    filtered = scaled.clone()
-    if 0 < top_k < filtered.shape[-1]:
-        kth = torch.topk(filtered, top_k, dim=-1).values[:, -1:]
-        filtered[filtered < kth] = float("-inf")
-    if top_p < 1.0:
-        sorted_logits, order = torch.sort(filtered, descending=True, dim=-1)
-        cumulative = torch.softmax(sorted_logits, -1).cumsum(-1)
-        drop = cumulative - torch.softmax(sorted_logits, -1) > top_p
-        sorted_logits[drop] = float("-inf")
-        filtered = torch.full_like(filtered, float("-inf")).scatter(-1, order, sorted_logits)
-    tokens = torch.multinomial(torch.softmax(filtered, -1), 1).squeeze(-1)
-    return tokens, logprobs_all.gather(-1, tokens[:, None]).squeeze(-1)
+def _get(config: Any, key: str, default: Any = None) -> Any:
+    getter = getattr(config, "get", None)
+    return getter(key, default) if callable(getter) else getattr(config, key, default)
 
 
 class HFRolloutServer:
-    """Serves generate for one replica with a transformers causal LM on CPU."""
+    """Serves generate for one replica with ``rollout.HFEngine``; receives new weights each step."""
 
     def __init__(
         self, config: Any, model_config: Any, replica_rank: int = 0, max_batch_size: int = 64
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
-
         self.config = config
         self.replica_rank = replica_rank
-        self.max_batch_size = max_batch_size
-        path = model_config.get("local_path") or model_config.get("path")
+        path = _get(model_config, "local_path") or _get(model_config, "path")
         torch.set_num_threads(
             max(1, min(int(os.environ.get("TURNGYM_ROLLOUT_THREADS", "2")), os.cpu_count() or 1))
         )
-        self.model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch.float32, attn_implementation="sdpa"
+        # The rollout seed makes a run's samples reproducible; replicas must not repeat each other.
+        seed = int(_get(config, "seed", 0) or 0) + replica_rank
+        self.engine = HFEngine(
+            path,
+            tokenizer=_get(model_config, "tokenizer_path") or None,
+            max_batch_size=max_batch_size,
+            seed=seed,
         )
-        self.model.eval()
-        tokenizer = AutoTokenizer.from_pretrained(model_config.get("tokenizer_path") or path)
-        eos: set[int] = set()
-        try:
-            gen_eos = GenerationConfig.from_pretrained(path).eos_token_id
-        except OSError:
-            gen_eos = None
-        for value in (gen_eos, self.model.config.eos_token_id, tokenizer.eos_token_id):
-            if isinstance(value, int):
-                eos.add(value)
-            elif isinstance(value, list | tuple):
-                eos.update(int(v) for v in value)
-        self.eos_ids = eos
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos, default=0)
         self.global_steps: int | None = None
-        self._queue: list[tuple[list[int], dict[str, Any], asyncio.Future]] = []
-        self._drainer: asyncio.Task | None = None
-        self._model_lock = asyncio.Lock()
-        self.weight_updates = 0
+
+    @property
+    def model(self) -> Any:
+        """The engine's model (the one the weights are loaded into)."""
+        return self.engine.model
 
     def ready(self) -> bool:
         """Return once the model is loaded."""
@@ -111,113 +76,47 @@ class HFRolloutServer:
     async def generate(
         self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str = "", **_: Any
     ) -> TokenOutput:
-        """Token-in/token-out generation with per-token logprobs."""
+        """Token-in/token-out generation with per-token logprobs (verl's server contract)."""
         params = dict(sampling_params)
-        prompt_ids = [int(t) for t in prompt_ids]
         max_tokens = params.pop("max_tokens", None) or params.pop("max_new_tokens", None)
+        # verl's token budget, as its vLLM server computes it: the response length, capped by what
+        # is left of prompt + response and by the model length.
         prompt_len, response_len = self.config.prompt_length, self.config.response_length
         if max_tokens is None:
             max_tokens = min(response_len, prompt_len + response_len - len(prompt_ids))
         limit = self.config.max_model_len or (prompt_len + response_len)
         params["max_tokens"] = max(1, min(int(max_tokens), limit - len(prompt_ids)))
-        future = asyncio.get_running_loop().create_future()
-        self._queue.append((prompt_ids, params, future))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.create_task(self._drain())
-        token_ids, log_probs = await future
+        out = await self.engine.generate(str(request_id), prompt_ids=prompt_ids, sampling_params=params)
         return TokenOutput(
-            token_ids=token_ids,
-            log_probs=log_probs,
-            stop_reason="completed",
+            token_ids=out.token_ids,
+            log_probs=out.log_probs,
+            stop_reason=out.stop_reason,
             extra_fields={"global_steps": self.global_steps},
         )
-
-    async def _drain(self) -> None:
-        while self._queue:
-            await asyncio.sleep(0.005)  # let requests issued together share a batch
-            batch, self._queue = self._queue[: self.max_batch_size], self._queue[self.max_batch_size :]
-            groups: dict[tuple, list] = {}
-            for item in batch:
-                groups.setdefault(_sampling_key(item[1]), []).append(item)
-            for key, items in groups.items():
-                try:
-                    async with self._model_lock:
-                        results = await asyncio.to_thread(self._generate_batch, items, key)
-                except Exception as exc:  # a failed batch must not strand its callers
-                    for _, _, fut in items:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                for (_, _, fut), result in zip(items, results, strict=True):
-                    if not fut.done():
-                        fut.set_result(result)
-
-    @torch.no_grad()
-    def _generate_batch(
-        self, items: list, key: tuple[float, float, int]
-    ) -> list[tuple[list[int], list[float]]]:
-        temperature, top_p, top_k = key
-        prompts = [p for p, _, _ in items]
-        limits = [params["max_tokens"] for _, params, _ in items]
-        batch, width = len(prompts), max(len(p) for p in prompts)
-        input_ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((batch, width), dtype=torch.long)
-        for i, prompt in enumerate(prompts):
-            input_ids[i, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-            attention[i, width - len(prompt) :] = 1
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(
-            input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True
-        )
-        past, logits = out.past_key_values, out.logits[:, -1]
-        next_pos = positions[:, -1] + 1
-        tokens_out: list[list[int]] = [[] for _ in range(batch)]
-        logprobs_out: list[list[float]] = [[] for _ in range(batch)]
-        done = [False] * batch
-        for _ in range(max(limits)):
-            tokens, logprobs = _sample(logits, temperature, top_p, top_k)
-            for i in range(batch):
-                if done[i]:
-                    continue
-                token = int(tokens[i])
-                tokens_out[i].append(token)
-                logprobs_out[i].append(float(logprobs[i]))
-                if token in self.eos_ids or len(tokens_out[i]) >= limits[i]:
-                    done[i] = True
-            if all(done):
-                break
-            attention = torch.cat([attention, torch.ones((batch, 1), dtype=torch.long)], dim=1)
-            out = self.model(
-                input_ids=tokens[:, None],
-                attention_mask=attention,
-                position_ids=next_pos[:, None],
-                past_key_values=past,
-                use_cache=True,
-            )
-            past, logits = out.past_key_values, out.logits[:, -1]
-            next_pos = next_pos + 1
-        return list(zip(tokens_out, logprobs_out, strict=True))
 
     # ------------------------------------------------------------------ weights
     async def update_weights(
         self, state_dict: dict[str, torch.Tensor], global_steps: int | None = None
     ) -> dict:
-        """Load the trainer's full weights; report keys the model did not receive."""
-        async with self._model_lock:
-            own = self.model.state_dict()
-            usable = {k: v.to(own[k].dtype) for k, v in state_dict.items() if k in own}
-            result = self.model.load_state_dict(usable, strict=False)
-            tied = {"lm_head.weight"} if self.model.config.tie_word_embeddings else set()
-            missing = sorted(set(result.missing_keys) - tied)
-            unexpected = sorted(k for k in state_dict if k not in own)
-            self.weight_updates += 1
-            if global_steps is not None:
-                self.global_steps = global_steps
-        if missing or unexpected:
-            logger.warning("hf rollout weight sync: missing=%s unexpected=%s", missing[:5], unexpected[:5])
-        return {"loaded": len(usable), "missing": missing, "unexpected": unexpected}
+        """Load the trainer's full weights into the engine; report keys the model did not receive."""
+        report = await self.engine.load_weights(state_dict)
+        if global_steps is not None:
+            self.global_steps = global_steps
+        if report["missing"] or report["unexpected"]:
+            logger.warning(
+                "hf rollout weight sync: missing=%s unexpected=%s",
+                report["missing"][:5],
+                report["unexpected"][:5],
+            )
+        return report
+
+    @property
+    def weight_updates(self) -> int:
+        """How many weight syncs the engine has received."""
+        return self.engine.weight_version
 
     async def set_global_steps(self, global_steps: int) -> None:
+        """Tag later outputs with the trainer step whose weights produced them."""
         self.global_steps = global_steps
 
     # ------------------------------------------------------------------ lifecycle no-ops on CPU
@@ -246,7 +145,7 @@ class HFRolloutServer:
         return None
 
     async def wait_for_requests_to_drain(self) -> None:
-        while self._queue or (self._drainer is not None and not self._drainer.done()):
+        while self.engine.busy:  # a rare control call: polling is simpler than another event
             await asyncio.sleep(0.01)
 
     async def start_profile(self, **_: Any) -> None:
