@@ -367,20 +367,20 @@ class TextEnv(gym.Env):
             notes.append("Some tool calls could not be read: " + "; ".join(turn.call_errors))
         if cap is not None and len(calls) > cap:
             notes.append(
-                f"This reply made {len(calls)} tool calls; at most {cap} run per turn, so calls "
-                f"{_span(cap + 1, len(calls))} were not run."
+                f"This reply made {len(calls)} tool calls; at most {cap} run per turn, so "
+                f"{_calls_phrase(cap + 1, len(calls))} not run."
             )
         if cut is not None:
             index, name, ran = cut
-            later = _span(index + 2, min(len(calls), cap or len(calls)))
+            later = _calls_phrase(index + 2, min(len(calls), cap or len(calls)))
             notes.append(
                 f"This turn's tool time budget of {budget:g} s ran out during call {index + 1} (`{name}`), "
-                f"which was stopped after {ran:.1f} s" + (f"; calls {later} were not run." if later else ".")
+                f"which was stopped after {ran:.1f} s" + (f"; {later} not run." if later else ".")
             )
         if used_up_at is not None:
             notes.append(
-                f"This turn's tool time budget of {budget:g} s was used up by calls 1-{used_up_at}; calls "
-                f"{_span(used_up_at + 1, min(len(calls), cap or len(calls)))} were not run."
+                f"This turn's tool time budget of {budget:g} s was used up by the calls before call "
+                f"{used_up_at + 1}; {_calls_phrase(used_up_at + 1, min(len(calls), cap or len(calls)))} not run."
             )
         messages.extend(user(n) for n in notes)
         return StepResult(
@@ -540,10 +540,11 @@ def _short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _span(first: int, last: int) -> str:
+def _calls_phrase(first: int, last: int) -> str:
+    # "call 3 was" / "calls 3-1000 were": the subject of "... not run".
     if first > last:
         return ""
-    return str(first) if first == last else f"{first}-{last}"
+    return f"call {first} was" if first == last else f"calls {first}-{last} were"
 
 
 def run_detached(coro: Coroutine[Any, Any, T]) -> T:

@@ -143,12 +143,68 @@ def test_max_turns_rejects_zero():
         MaxTurns(envs.make("guess-number-v0").unwrapped, 0)
 
 
-def test_step_after_the_end_does_not_raise():
+def test_step_after_the_end_is_refused_without_reward():
     env = envs.make("guess-number-v0")
     env.reset(seed=5)
     env.step(str(env.unwrapped.secret))
-    messages, _, terminated, _, _ = env.step("3")
-    assert terminated and "ended" in messages[0]["content"]
+    messages, reward, terminated, _, info = env.step("3")
+    assert terminated and "ended" in messages[0]["content"] and reward == 0.0  # no format penalty either
+    assert info["episode_ended"] and len(env.unwrapped.guesses) == 1
+
+
+def test_step_after_max_turns_refuses_and_reset_starts_over():
+    env = envs.make("guess-number-v0", max_turns=1)
+    env.reset(seed=5)
+    assert env.step("1")[3] is True
+    _, reward, _, truncated, info = env.step(str(env.unwrapped.secret))
+    assert reward == 0.0 and truncated and info["episode_ended"]
+    assert env.unwrapped.episode_over and env.unwrapped.guesses == [1]
+    env.reset(seed=5)
+    assert not env.unwrapped.episode_over and env.step(str(env.unwrapped.secret))[1] == 1.0
+
+
+def test_step_before_reset_raises_reset_needed():
+    from envs.errors import ResetNeeded
+
+    with pytest.raises(ResetNeeded, match="reset"):
+        envs.make("guess-number-v0").step("50")
+
+
+def test_reset_options_are_validated():
+    env = envs.make("guess-number-v0")
+    with pytest.raises(ValueError, match="valid options: difficulty"):
+        env.reset(options={"level": "easy"})
+    with pytest.raises(ValueError, match="must be one of 'easy', 'medium', 'hard', got 'nightmare'"):
+        env.reset(options={"difficulty": "nightmare"})
+    with pytest.raises(TypeError, match="must be a dict"):
+        env.reset(options=[("difficulty", "easy")])
+    assert env.reset(seed=0, options={"difficulty": "easy"})[1]["difficulty"] == "easy"
+
+
+def test_custom_env_without_declared_options_gets_them_unchecked():
+    class Echo(envs.TextEnv):
+        def _reset(self, options):
+            return [{"role": "user", "content": repr(sorted(options))}], {}
+
+    assert Echo().reset(options={"anything": 1})[0][0]["content"] == "['anything']"
+
+
+def test_tool_call_cap_is_configurable_through_make():
+    env = envs.make("guess-number-v0", max_tool_calls_per_turn=2)
+    env.reset(seed=0)
+    action = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": f"g{n}", "function": {"name": "guess", "arguments": {"number": n}}} for n in (1, 2, 3)
+        ],
+    }
+    messages, *_, info = env.step(action)
+    assert env.unwrapped.guesses == [1, 2]
+    assert [m["role"] for m in messages] == ["tool", "tool", "tool", "user"]
+    assert messages[2]["tool_call_id"] == "g3" and messages[2]["content"].startswith("Not run:")
+    assert "at most 2 run per turn, so call 3 was not run" in messages[3]["content"]
+    assert info["tool_calls_not_run"] == 1
 
 
 def test_render_shows_the_conversation():
