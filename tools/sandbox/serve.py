@@ -508,7 +508,15 @@ def main(argv: list[str] | None = None) -> None:
         max_memory_mb=args.max_memory_mb,
         max_body_mb=args.max_body_mb,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    # On shutdown, runs still going after 5 s are cancelled (their processes killed) rather than awaited.
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
 
 
 if __name__ == "__main__":
