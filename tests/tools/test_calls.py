@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -137,3 +139,90 @@ def test_openai_conversion():
     assert call == ToolCall("c9", "f", {"a": 1})
     assert call.to_openai()["function"] == {"name": "f", "arguments": {"a": 1}}
     assert call.arguments_json() == '{"a": 1}'
+
+
+# ----- nesting depth: model text nested 1000 deep is a reported error, never a RecursionError ------------
+
+
+def _wrap(fmt: str, args_text: str) -> str:
+    if fmt == "hermes":
+        return f'<tool_call>\n{{"name": "f", "arguments": {args_text}}}\n</tool_call>'
+    if fmt == "llama3":
+        return f'<|python_tag|>{{"name": "f", "parameters": {args_text}}}'
+    return f'[TOOL_CALLS] [{{"name": "f", "arguments": {args_text}}}]'
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
+@pytest.mark.parametrize(
+    "args_text",
+    [
+        "[" * 1000,
+        "[" * 1000 + "]" * 1000,
+        "[" * 100_000,
+        '{"a": ' * 5000 + "1" + "}" * 5000,
+        '{"x": "' + "[" * 5000 + '"}',  # brackets inside a string do not nest
+    ],
+)
+def test_deep_nesting_is_reported_not_raised(fmt, args_text):
+    parsed = parse_tool_calls(_wrap(fmt, args_text), fmt)
+    if args_text.startswith('{"x"'):
+        assert parsed.errors == [] and parsed.tool_calls[0].arguments == {"x": "[" * 5000}
+    else:
+        assert parsed.tool_calls == [] and len(parsed.errors) == 1
+        assert "nested deeper than the limit of 64 levels" in parsed.errors[0]
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
+def test_nesting_up_to_the_limit_is_accepted(fmt):
+    from tools.calls.bounded_json import MAX_JSON_DEPTH
+
+    wrapper_levels = 2 if fmt == "mistral" else 1  # mistral's list plus the call object
+    depth = MAX_JSON_DEPTH - wrapper_levels + 1
+    value: list = []
+    for _ in range(depth - 3):  # [] is one level, {"x": ...} another
+        value = [value]
+    parsed = parse_tool_calls(_wrap(fmt, json.dumps({"x": value})), fmt)
+    assert parsed.errors == [] and parsed.tool_calls[0].name == "f"
+    parsed = parse_tool_calls(_wrap(fmt, json.dumps({"x": [value]})), fmt)
+    assert "limit of 64" in parsed.errors[0]
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
+def test_deep_json_inside_a_string_argument_is_reported(fmt):
+    deep = "[" * 3000 + "]" * 3000
+    parsed = parse_tool_calls(_wrap(fmt, json.dumps(deep)), fmt)
+    assert (
+        parsed.tool_calls == [] and "arguments of `f`: nested deeper than the limit of 64" in parsed.errors[0]
+    )
+
+
+def test_mistral_v11_deep_arguments_are_reported():
+    parsed = parse_tool_calls("[TOOL_CALLS]f[ARGS]" + "{" * 10_000, "mistral")
+    assert parsed.tool_calls == [] and "limit of 64" in parsed.errors[0]
+
+
+def test_check_depth_skips_escaped_quotes_and_stops_at_the_value_end():
+    from tools.calls.bounded_json import JSONTooDeep, check_depth
+
+    check_depth('{"a": "\\"[[[[", "b": []}' + "[" * 1000)  # the value ends before the brackets
+    with pytest.raises(JSONTooDeep) as err:
+        check_depth("[" * 65)
+    assert err.value.pos == 64 and isinstance(err.value, json.JSONDecodeError)
+    check_depth("[" * 64 + "]" * 64)
+
+
+def test_bounded_helpers_never_raise_on_deep_python_values():
+    from tools.calls.bounded_json import depth_exceeds, loads
+    from tools.calls.jsonscan import dump
+
+    value: dict = {}
+    for _ in range(100_000):
+        value = {"a": value}
+    assert depth_exceeds(value) and not depth_exceeds({"a": [1, {"b": 2}]})
+    assert "too deeply" in dump(value)
+    assert ToolCall("c", "f", value).arguments_json().startswith('"[value nested too deeply')
+    assert "not JSON" in dump({"x": {1, 2}})
+    with pytest.raises(json.JSONDecodeError):
+        loads("[" * 100_000)
+    call = ToolCall.from_openai({"function": {"name": "f", "arguments": "[" * 100_000}})
+    assert call.arguments == "[" * 100_000  # kept raw: the tool reports it as not an object
