@@ -7,11 +7,12 @@ import re
 from typing import Any
 
 from envs.errors import InvalidAction
-from envs.games.text_game import TextGame
+from envs.games.text_game import TextGame, non_ascii_digits, one_move
 from envs.messages import system, user
 from envs.step_result import StepResult
 
-_INTEGER = re.compile(r"-?[0-9]+")
+# A number not inside a word or after a decimal point; a `-` right after a digit is a dash (`1-100`).
+_NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?")
 
 
 class GuessNumberEnv(TextGame[int]):
@@ -19,7 +20,8 @@ class GuessNumberEnv(TextGame[int]):
 
     Reward at the end: a win scores 1.0 when it takes no more guesses than binary search needs, then 0.1
     less per extra guess (at least 0.5); running out of guesses scores up to 0.25 for how close the best
-    guess came. Text action: a whole number (the last number in the reply counts); tool: `guess(number)`.
+    guess came. Text action: a whole number; a reply holding several different numbers is a format error
+    (uses no guess). Tool: `guess(number)`.
     """
 
     difficulties = {
@@ -49,15 +51,19 @@ class GuessNumberEnv(TextGame[int]):
         return opening, {"max_guesses": self.max_guesses}
 
     def parse_action(self, text: str) -> int:
-        """The guess: the whole reply if it is a number, else the last number in it."""
+        """The guess: the one number in the reply (the same number repeated counts once)."""
         stripped = text.strip()
+        if not stripped:
+            raise InvalidAction("the reply is empty")
         # isdigit() admits superscripts and other digits int() rejects; only ASCII digits are a guess.
-        if stripped.isascii() and stripped.isdigit():
-            return self._in_range(int(stripped))
-        numbers = _INTEGER.findall(stripped)
-        if not numbers:
-            raise InvalidAction("no number found in the reply" if stripped else "the reply is empty")
-        return self._in_range(int(numbers[-1]))
+        if non_ascii_digits(stripped):
+            raise InvalidAction("write the number with the digits 0-9")
+        found = []
+        for written in _NUMBER.findall(stripped):
+            if "." in written:
+                raise InvalidAction(f"{written} is not a whole number")
+            found.append((written, int(written)))
+        return self._in_range(one_move(found, what="number", missing="no number found in the reply"))
 
     def _in_range(self, guess: int) -> int:
         if not self.low <= guess <= self.high:

@@ -100,7 +100,8 @@ class MazeEnv(TextGame[list[str]]):
     """Walk the agent A to the goal G in a maze drawn as text (`#` wall, `.` floor); the map is fully visible.
 
     Text action: one or more moves separated by spaces or commas, applied in order: up/down/left/right
-    (also u/d/l/r, n/s/e/w, north/south/east/west). The last line of the reply made only of moves counts.
+    (also u/d/l/r, n/s/e/w, north/south/east/west), on one line or on consecutive lines made only of moves;
+    prose lines are ignored, and two lists of moves separated by prose are a format error.
     A move into a wall stops the rest of that reply (it still uses one move of the budget). Tool:
     `move(directions: list of "up"/"down"/"left"/"right")` (a single direction string also works).
 
@@ -151,13 +152,28 @@ class MazeEnv(TextGame[list[str]]):
         return "\n".join("".join(row) for row in rows)
 
     def parse_action(self, text: str) -> list[str]:
-        """The moves on the last line of the reply that holds only moves."""
+        """The moves of the reply's one block of move-only lines (prose lines around it are ignored)."""
         if not text.strip():
             raise InvalidAction("the reply is empty")
-        for line in reversed(text.strip().splitlines()):
+        blocks: list[list[str]] = []
+        in_block = False
+        for line in text.strip().splitlines():
             words = _TOKENS.findall(line)
-            if words and all(w.lower() in _ALIASES for w in words) and _only_separators(line):
-                return [_ALIASES[w.lower()] for w in words]
+            if not words:
+                continue  # blank or punctuation-only lines neither start nor end a block
+            if all(w.lower() in _ALIASES for w in words) and _only_separators(line):
+                if not in_block:
+                    blocks.append([])
+                blocks[-1].extend(_ALIASES[w.lower()] for w in words)
+                in_block = True
+            else:
+                in_block = False
+        if len(blocks) > 1:
+            # Two plans split by prose ("either ... or ...") are alternatives, not one sequence of moves.
+            shown = "; ".join(" ".join(b)[:40] for b in blocks[:3])
+            raise InvalidAction(f"the reply holds several separate lists of moves ({shown}); send one")
+        if blocks:
+            return blocks[0]
         first_bad = next((w for w in _TOKENS.findall(text) if w.lower() not in _ALIASES), None)
         if first_bad is None:
             raise InvalidAction("no moves found in the reply")

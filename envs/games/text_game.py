@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from envs.assistant_turn import AssistantTurn
@@ -15,6 +16,30 @@ if TYPE_CHECKING:
     from tools import Tool
 
 A = TypeVar("A")
+M = TypeVar("M", bound=Hashable)
+
+
+def one_move(found: Sequence[tuple[str, M]], *, what: str, missing: str) -> M:
+    """The single move among `found` (pairs of how it was written and what it means), or InvalidAction.
+
+    The same move written twice (`b2 (cell 5)`) is one move. Different ones (`42 or 43`, a list of every
+    number) are refused rather than one picked: a reader taking the first or last candidate lets a policy
+    hedge, and a hedge must never be graded as an answer.
+    """
+    moves: dict[M, str] = {}
+    for written, move in found:
+        moves.setdefault(move, written)
+    if not moves:
+        raise InvalidAction(missing)
+    if len(moves) > 1:
+        shown = ", ".join(list(moves.values())[:6]) + (", ..." if len(moves) > 6 else "")
+        raise InvalidAction(f"the reply holds several {what}s ({shown}); reply with exactly one {what}")
+    return next(iter(moves))
+
+
+def non_ascii_digits(text: str) -> bool:
+    """Whether `text` writes a digit other than 0-9 (Arabic-Indic, fullwidth, superscript...)."""
+    return any(not c.isascii() and (c.isdigit() or c.isnumeric()) for c in text)
 
 
 class TextGame(TextEnv, Generic[A]):

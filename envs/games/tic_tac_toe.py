@@ -7,7 +7,7 @@ import re
 from typing import Any, Literal
 
 from envs.errors import InvalidAction
-from envs.games.text_game import TextGame
+from envs.games.text_game import TextGame, one_move
 from envs.messages import system, user
 from envs.step_result import StepResult
 
@@ -84,8 +84,9 @@ class TicTacToeEnv(TextGame[int]):
 
     The agent plays X (moves first) or O, by `agent_mark` ("X", "O", or "random": chosen by the seed);
     `reset(options={"agent_mark": ...})` overrides it per episode. Text action: a cell number 1-9 (rows
-    top to bottom: 1 2 3 / 4 5 6 / 7 8 9) or a coordinate a1..c3 (column a-c, row 1-3); the last one in
-    the reply counts. Tool: `place(cell)`. A taken cell is a format error and uses no turn.
+    top to bottom: 1 2 3 / 4 5 6 / 7 8 9) or a coordinate a1..c3 (column a-c, row 1-3); a reply naming
+    several different cells is a format error. Tool: `place(cell)`. A taken cell is a format error and
+    uses no turn.
 
     Reward at the end: win 1.0, draw 0.5, loss 0. `info["success"]` is a win, except on hard: a perfect
     opponent cannot be beaten, a draw is the best possible result there, so not losing counts as success.
@@ -138,13 +139,10 @@ class TicTacToeEnv(TextGame[int]):
         return opening, {"agent_mark": self.mark, "opponent": self.opponent}
 
     def parse_action(self, text: str) -> int:
-        """The cell (0-8): the last cell number or coordinate in the reply."""
-        found = _CELL.findall(text)
-        if not found:
-            raise InvalidAction("no cell (1-9) found in the reply" if text.strip() else "the reply is empty")
-        cell = found[-1].lower()
-        index = int(cell) - 1 if cell.isdigit() else (int(cell[1]) - 1) * 3 + "abc".index(cell[0])
-        return self._free(index)
+        """The cell (0-8): the one cell number or coordinate in the reply (`b2 (cell 5)` is one cell)."""
+        found = [(cell, _index(cell.lower())) for cell in _CELL.findall(text)]
+        missing = "no cell (1-9) found in the reply" if text.strip() else "the reply is empty"
+        return self._free(one_move(found, what="cell", missing=missing))
 
     def _free(self, index: int) -> int:
         if self.board[index] != EMPTY:
@@ -215,6 +213,10 @@ class TicTacToeEnv(TextGame[int]):
     def expert_action(self) -> str:
         """A perfect move (minimax), preferring quick wins and moves that leave the opponent ways to go wrong."""
         return str(best_move(self.board, self.mark) + 1)
+
+
+def _index(cell: str) -> int:
+    return int(cell) - 1 if cell.isdigit() else (int(cell[1]) - 1) * 3 + "abc".index(cell[0])
 
 
 def _sign(value: int) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from envs.errors import InvalidAction
-from envs.games.text_game import TextGame
+from envs.games.text_game import TextGame, one_move
 from envs.messages import system, user
 from envs.step_result import StepResult
 
@@ -49,7 +49,8 @@ class WordleEnv(TextGame[str]):
 
     Reward at the end: a win scores 1.0 within 3 tries, then 0.1 less per extra try (at least 0.5); running
     out of tries scores up to 0.25 for the best guess (greens count 1, yellows 0.5, out of 5).
-    Text action: a 5-letter word (the last 5-letter word in the reply counts); tool: `guess(word)`.
+    Text action: a 5-letter word; a reply holding several different 5-letter words is a format error
+    (uses no try). Tool: `guess(word)`.
     """
 
     difficulties = {
@@ -79,13 +80,10 @@ class WordleEnv(TextGame[str]):
         return opening, {"max_tries": self.max_tries, "pool": len(self.pool)}
 
     def parse_action(self, text: str) -> str:
-        """The guess: the last 5-letter word in the reply."""
-        candidates = [w for w in _LETTERS.findall(text) if len(w) == 5]
-        if not candidates:
-            raise InvalidAction(
-                "no 5-letter word found in the reply" if text.strip() else "the reply is empty"
-            )
-        return self._in_list(candidates[-1])
+        """The guess: the one 5-letter word in the reply (the same word repeated counts once)."""
+        candidates = [(w, w.lower()) for w in _LETTERS.findall(text) if len(w) == 5]
+        missing = "no 5-letter word found in the reply" if text.strip() else "the reply is empty"
+        return self._in_list(one_move(candidates, what="5-letter word", missing=missing))
 
     def _in_list(self, word: str) -> str:
         word = word.strip().lower()

@@ -40,10 +40,12 @@ def test_out_of_range_guess_uses_no_try():
     assert env.unwrapped.guesses == []
 
 
-def test_last_number_in_text_counts():
+def test_one_number_in_text_counts_several_are_refused():
     env = envs.make("guess-number-v0")
     env.reset(seed=0)
-    env.step("I think it is 10, no wait, 60")
+    _, _, _, _, info = env.step("I think it is 10, no wait, 60")
+    assert "several numbers" in info["format_error"] and env.unwrapped.guesses == []
+    env.step("My guess: 60")
     assert env.unwrapped.guesses == [60]
 
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envs
+from envs.errors import InvalidAction
 from envs.games.tic_tac_toe import EMPTY, TicTacToeEnv, best_move, minimax, winner
 
 
@@ -154,12 +155,19 @@ def test_medium_opponent_takes_wins_and_blocks():
 
 @pytest.mark.parametrize(
     ("reply", "index"),
-    [("5", 4), (" 7\n", 6), ("b2", 4), ("A1", 0), ("c3", 8), ("I take cell 3.", 2), ("a3 or rather 9", 8)],
+    [("5", 4), (" 7\n", 6), ("b2", 4), ("A1", 0), ("c3", 8), ("I take cell 3.", 2), ("a3 (cell 7)", 6)],
 )
 def test_cells_as_numbers_or_coordinates(reply, index):
     game = TicTacToeEnv(agent_mark="X")
     game.reset(seed=0)
     assert game.parse_action(reply) == index
+
+
+def test_several_different_cells_are_refused():
+    game = TicTacToeEnv(agent_mark="X")
+    game.reset(seed=0)
+    with pytest.raises(InvalidAction, match="several cells"):
+        game.parse_action("a3 or rather 9")
 
 
 def test_taken_cell_is_a_format_error_and_uses_no_turn():

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envs
+from envs.errors import InvalidAction
 from envs.games.wordle import WordleEnv, feedback, load_words
 
 
@@ -189,11 +190,13 @@ def test_unreadable_replies_use_no_try(reply, expect):
     assert env.unwrapped.guesses == []
 
 
-def test_last_five_letter_word_counts_and_case_is_ignored():
+def test_the_one_five_letter_word_counts_and_case_is_ignored():
     env = WordleEnv()
     env.reset(seed=1)
-    assert env.parse_action("My guess is CRANE.") == "crane"
-    assert env.parse_action("I think\n  Water  ") == "water"
+    assert env.parse_action("I pick CRANE.") == "crane"
+    assert env.parse_action("Next:\n  Water  ") == "water"
+    with pytest.raises(InvalidAction, match="several 5-letter words"):
+        env.parse_action("My guess is CRANE.")  # "guess" is a 5-letter word too
 
 
 @pytest.mark.parametrize(
