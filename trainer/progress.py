@@ -1,17 +1,25 @@
-"""Per-step progress: the one-line summary, the metrics JSONL (one object per step, truncated on resume)."""
+"""What a training run shows: the one-line summary per step, the metrics JSONL (one object per step,
+truncated on resume), and the console filter that keeps verl's and Ray's output in a log file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import re
+import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 # verl metric names the progress line reads.
 REWARD_KEY = "critic/score/mean"
-TURNS_KEY = "num_turns/mean"
+# Assistant turns per episode (the rollout's `turns`, as validation reports it); verl's
+# `num_turns/mean` counts every message of the conversation.
+TURNS_KEY = "turngym/turns"
 TOKENS_KEY = "perf/total_num_tokens"
 STEP_TIME_KEY = "timing_s/step"
 SUCCESS_KEY = "turngym/success_rate"
@@ -113,3 +121,107 @@ def episode_successes(extra_fields: list[Any], scores: np.ndarray, threshold: fl
         if flag is not None:
             out[i] = bool(flag)
     return out
+
+
+def episode_turns(extra_fields: list[Any]) -> list[float]:
+    """Assistant turns of each episode that reports them (the rollout's ``reward_extra_info.turns``)."""
+    turns = []
+    for fields in extra_fields:
+        info = fields.get("reward_extra_info") if isinstance(fields, dict) else None
+        if isinstance(info, dict) and info.get("turns") is not None:
+            turns.append(float(info["turns"]))
+    return turns
+
+
+# Colour and cursor escapes (Ray's coloured prefixes, its dashboard banner, tqdm).
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Ray's prefix on a line forwarded from a worker: "(TurngymTaskRunner pid=123, ip=...) ".
+RAY_PREFIX = re.compile(r"^\((?:[\w.:-]+ )?pid=[^)]*\) ")
+RAY_DEDUP_SUFFIX = re.compile(r" \[repeated \d+x across cluster\]")
+CONSOLE_TAGS = ("[turngym]", "[warm start]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences."""
+    return ANSI_ESCAPE.sub("", text)
+
+
+def turngym_message(line: str) -> str | None:
+    """The message of one of turngym's own lines (Ray's worker prefix removed), else None."""
+    plain = RAY_PREFIX.sub("", strip_ansi(line).lstrip("\r"), count=1)
+    if plain.startswith(CONSOLE_TAGS):
+        return RAY_DEDUP_SUFFIX.sub("", plain)
+    return None
+
+
+class ConsoleFilter:
+    """Everything this process and its children write to stdout/stderr goes to ``log_path`` (no ANSI
+    codes); the console shows only turngym's lines, or everything when ``verbose``.
+
+    Works on file descriptors, so it also catches what Ray forwards from workers, C++ logging and
+    child processes. Console output keeps its escapes only when the console is a terminal.
+    """
+
+    def __init__(self, log_path: str | Path, verbose: bool = False) -> None:
+        self.log_path = Path(log_path)
+        self.verbose = verbose
+        self._lock = threading.Lock()
+        self._log: BinaryIO | None = None
+        self._saved: dict[int, int] = {}
+        self._pumps: list[threading.Thread] = []
+
+    def __enter__(self) -> ConsoleFilter:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        for fd in (1, 2):
+            console = os.dup(fd)
+            self._saved[fd] = console
+            read_end, write_end = os.pipe()
+            os.dup2(write_end, fd)
+            os.close(write_end)
+            pump = threading.Thread(
+                target=self._pump, args=(read_end, console, os.isatty(console)), daemon=True
+            )
+            pump.start()
+            self._pumps.append(pump)
+        with contextlib.suppress(Exception):  # a pipe would otherwise hold lines back in blocks
+            sys.stdout.reconfigure(line_buffering=True)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        for fd, console in self._saved.items():
+            os.dup2(console, fd)  # drops this process's write end of the pipe
+        for pump in self._pumps:
+            # Child processes (Ray's daemons) may still hold the pipe open: do not wait on them.
+            pump.join(timeout=5)
+        for console in self._saved.values():
+            os.close(console)
+        self._saved.clear()
+        with self._lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+    def _pump(self, read_end: int, console: int, tty: bool) -> None:
+        with open(read_end, "rb", buffering=0) as pipe:
+            for raw in iter(pipe.readline, b""):
+                try:
+                    text = raw.decode("utf-8", errors="replace")
+                    plain = strip_ansi(text)
+                    with self._lock:
+                        if self._log is not None:
+                            self._log.write(plain.encode())
+                            self._log.flush()
+                    shown = (text if tty else plain) if self.verbose else turngym_message(plain)
+                    if shown:
+                        data = shown.encode()
+                        while data:
+                            data = data[os.write(console, data) :]
+                except Exception:  # noqa: BLE001 - the pump must keep draining or writers block
+                    continue

@@ -8,6 +8,9 @@ Examples:
 Everything before Ray starts is checked first (groups, env ids, override keys). On a machine
 without a GPU (or with ``trainer.device=cpu``) the CPU platform plugin (``trainer.cpu``) is loaded
 into every verl process through ``VERL_USE_EXTERNAL_MODULES`` and ``VERL_PLATFORM=cpu``.
+
+The console shows turngym's lines (one per training step); verl's and Ray's output goes to
+``<turngym.output_dir>/train.log``. ``turngym.verbose=true`` shows it on the console as well.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from trainer.compose import ConfigError, compose_config, env_entries
+from trainer.progress import ConsoleFilter
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_PLUGIN_MODULE = "trainer.cpu"
@@ -146,7 +150,11 @@ def prepare(cfg: DictConfig) -> DictConfig:
             max_length=int(ws.max_length),
             overrides=list(ws.overrides),
         )
-        print(f"[turngym] warm start done: {report}", flush=True)
+        print(
+            f"[turngym] warm start done in {report['seconds']:.0f} s: loss {report['loss_first']:.3f} -> "
+            f"{report['loss_last']:.3f} over {report['optimizer_steps']} steps; model {report['model']}",
+            flush=True,
+        )
         cfg.turngym.model = report["model"]
     return cfg
 
@@ -198,6 +206,12 @@ def launch(cfg: DictConfig) -> None:
 
     auto_set_device(cfg)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    print(
+        "[turngym] starting Ray and verl's workers (trainer, actor, rollout server, agent loop); "
+        + ("about a minute on CPU" if cfg.trainer.device == "cpu" else "this takes a while")
+        + " before the first step",
+        flush=True,
+    )
     run_ppo(cfg, task_runner_class=TurngymTaskRunner)
 
 
@@ -229,10 +243,36 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         cfg = compose_config(argv)
-        cfg = prepare(cfg)
     except ConfigError as exc:
         print(f"trainer.run: {exc}", file=sys.stderr)
         return 2
+    log_file = train_log_path(cfg)
+    error: ConfigError | None = None
+    try:
+        with ConsoleFilter(log_file, verbose=bool(cfg.turngym.get("verbose", False))):
+            print(f"[turngym] verl's and Ray's output: {log_file} (turngym.verbose=true shows it here)")
+            try:
+                cfg = prepare(cfg)
+            except ConfigError as exc:
+                error = exc
+            else:
+                train(cfg)
+    except BaseException:
+        print(f"[turngym] training stopped; verl's and Ray's output: {log_file}", file=sys.stderr)
+        raise
+    if error is not None:  # printed once the console is restored, so it is never filtered away
+        print(f"trainer.run: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def train_log_path(cfg: DictConfig) -> Path:
+    """Where verl's and Ray's output of a run goes: ``<turngym.output_dir>/train.log``."""
+    return Path(str(cfg.turngym.output_dir)).expanduser().resolve() / "train.log"
+
+
+def train(cfg: DictConfig) -> None:
+    """Launch verl's trainer unless the run already finished; then summarize."""
     if already_done(cfg):
         # Running the same command again (e.g. `make train`) must not start Ray just to stop at once.
         print(
@@ -243,7 +283,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         launch(cfg)
     summarize(cfg)
-    return 0
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 ``TurngymTaskRunner.run`` mirrors verl's ``TaskRunnerV1.run`` (``verl/trainer/main_ppo.py``); the
 trainer is verl's ``PPOTrainerSync`` (``trainer.v1.trainer_mode=sync``, the default of
-``main_ppo`` in 0.9.1) with three additions: a success rate computed from the episodes, a
-progress line and a JSONL record per step, and the JSONL trimmed on resume so no step repeats.
+``main_ppo`` in 0.9.1) with these additions: a success rate and the assistant turns per episode
+computed from the episodes, a progress line and a JSONL record per step, and the JSONL trimmed on
+resume so no step repeats.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import ray
 from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-from trainer.progress import SUCCESS_KEY, MetricsLog, episode_successes, progress_line
+from trainer.progress import (
+    SUCCESS_KEY,
+    TURNS_KEY,
+    MetricsLog,
+    episode_successes,
+    episode_turns,
+    progress_line,
+)
 
 
 class TurngymTrainer(PPOTrainerSync):
@@ -30,6 +38,8 @@ class TurngymTrainer(PPOTrainerSync):
             print(
                 f"[turngym] resuming after step {self.global_steps}; dropped {dropped} later metric records"
             )
+        first = "validating, then training" if self.config.trainer.get("val_before_train") else "training"
+        print(f"[turngym] workers ready: {first} to step {self.total_training_steps}", flush=True)
         super().fit(agent_loop_manager)
 
     def _validate(self) -> dict[str, float]:
@@ -43,7 +53,8 @@ class TurngymTrainer(PPOTrainerSync):
             )
         return metrics
 
-    def _success_rate(self, batch) -> float | None:
+    def _episode_metrics(self, batch) -> dict[str, float]:
+        """Success rate and mean assistant turns of the batch's real (non-padding) episodes."""
         import transfer_queue as tq
 
         try:
@@ -52,7 +63,7 @@ class TurngymTrainer(PPOTrainerSync):
             )
             scores = np.array([float(t.sum()) for t in data["rm_scores"].unbind(0)])
         except Exception:  # noqa: BLE001 - a metric must never stop training
-            return None
+            return {}
         try:
             extra = tq.kv_batch_get(
                 keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
@@ -64,12 +75,17 @@ class TurngymTrainer(PPOTrainerSync):
         success = episode_successes(extra_fields, scores, self.success_threshold)
         if padding.any() and not padding.all():
             success = success[~padding]
-        return float(success.mean()) if len(success) else None
+            extra_fields = [f for f, pad in zip(extra_fields, padding, strict=True) if not pad]
+        metrics = {}
+        if len(success):
+            metrics[SUCCESS_KEY] = float(success.mean())
+        turns = episode_turns(extra_fields)
+        if turns:
+            metrics[TURNS_KEY] = float(np.mean(turns))
+        return metrics
 
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
-        rate = self._success_rate(batch)
-        if rate is not None:
-            metrics[SUCCESS_KEY] = rate
+        metrics.update(self._episode_metrics(batch))
         super()._compute_metrics(batch, metrics, timing_raw, global_steps=global_steps, epoch=epoch)
         self.metrics_log.append(global_steps, metrics, kind="train")
         print(f"[turngym] {progress_line(global_steps, self.total_training_steps, metrics)}", flush=True)
