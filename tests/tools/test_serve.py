@@ -190,6 +190,14 @@ def test_bad_file_names_are_refused(server, name):
     assert_error(r, 400, "bad_file_name")
 
 
+def test_a_name_cannot_be_both_file_and_directory(server):
+    b64 = base64.b64encode(b"x").decode()
+    r = httpx.post(f"{server}/run_code", json={"code": "1", "files": {"a": b64, "a/b/c": b64}})
+    assert "both a file and a directory" in assert_error(r, 400, "bad_file_name")["message"]
+    r = httpx.post(f"{server}/run_code", json={"code": "print(open('a/b').read())", "files": {"a/b": b64}})
+    assert r.json()["run_result"]["stdout"] == "x\n"
+
+
 def test_concurrent_compile_timeouts_stay_per_request(wide_server):
     c = '#include <stdio.h>\nint main(void) { puts("built"); return 0; }\n'
     timeouts = [0.001, 25.0] * 6

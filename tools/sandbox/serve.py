@@ -204,6 +204,10 @@ def parse_body(raw: bytes, limits: Limits) -> tuple[RunCodeBody, dict[str, bytes
     limits.check(body)
     for name in body.files:
         check_path(name, "files")
+    dirs = {name.rsplit("/", 1)[0] for name in body.files if "/" in name}
+    for name in body.files:
+        if name in dirs or any(d.startswith(name + "/") for d in dirs):
+            raise RequestError(400, "bad_file_name", f"files {name!r}: both a file and a directory")
     for name in body.fetch_files:
         check_path(name, "fetch_files")
     try:
