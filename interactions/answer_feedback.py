@@ -32,7 +32,7 @@ def parse_number(text: str) -> float | None:
     cleaned = cleaned.rstrip("%").strip()
     try:
         value = float(Fraction(cleaned.replace(" ", "")))
-    except (ValueError, ZeroDivisionError):
+    except (ValueError, ZeroDivisionError, OverflowError):
         return None
     return value / 100 if percent else value
 

@@ -61,8 +61,12 @@ class GuessNumberEnv(TextGame[int]):
         found = []
         for written in _NUMBER.findall(stripped):
             if "." in written:
-                raise InvalidAction(f"{written} is not a whole number")
-            found.append((written, int(written)))
+                raise InvalidAction(f"{written[:40]} is not a whole number")
+            digits = written.lstrip("-").lstrip("0") or "0"
+            if len(digits) > len(str(self.high)):
+                # Out of range anyway; int() of thousands of digits would raise instead of answering.
+                raise InvalidAction(f"{written[:20]}... is outside {self.low}..{self.high}")
+            found.append((written, -int(digits) if written.startswith("-") else int(digits)))
         return self._in_range(one_move(found, what="number", missing="no number found in the reply"))
 
     def _in_range(self, guess: int) -> int:

@@ -89,6 +89,12 @@ def test_guess_number_one_unambiguous_number_still_wins(form):
     assert terminated and info["success"] and reward == 1.0
 
 
+def test_guess_number_huge_numbers_are_refused_not_crashing():
+    env, game = guess_env()
+    refused(env.step("9" * 5000), lambda: len(game.guesses))
+    refused(env.step("-" + "0" * 5000 + "7"), lambda: len(game.guesses))
+
+
 def test_guess_number_decimal_is_not_a_whole_number():
     env, game = guess_env()
     refused(env.step(f"{game.secret}.5"), lambda: len(game.guesses))
