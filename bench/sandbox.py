@@ -1,5 +1,7 @@
-"""Sandbox latency and throughput: `print(1+1)` through LocalSandbox (bwrap / rlimits only) and the
-`/run_code` server, beside a plain `python -c` subprocess measured in the same run.
+"""Sandbox latency and throughput: `print(1+1)` through LocalSandbox (full limits; as configured before
+the per-run limits; no isolation) and the `/run_code` server, beside a plain `python -c` subprocess, all
+measured in the same run. The line "full limits vs before" is the cost of the per-run cgroup, seccomp,
+--disable-userns and the tmpfs work dir (budget: 1.20x).
 
 Usage: .venv/bin/python bench/sandbox.py [--n 40]
 """
@@ -18,9 +20,23 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tools.sandbox import FusionSandbox, LocalSandbox  # noqa: E402
-from tools.sandbox.isolation import bwrap_path  # noqa: E402
+from tools.sandbox.isolation import bwrap_argv, bwrap_path  # noqa: E402
 
 CODE = "print(1+1)"
+
+
+class BeforeLimits(LocalSandbox):
+    """The baseline: LocalSandbox as it was before per-run limits (bwrap + private uid + rlimits; no
+    cgroup, seccomp filter, --disable-userns or tmpfs work dir). Its /dev/shm cap is the one extra mount."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cgroups=False, **kwargs)
+
+    def _command(self, argv: list[str], workdir: str) -> tuple[list[str], str]:
+        return bwrap_argv(self.bwrap, workdir, argv, self._extra_ro, hardened=False), workdir
+
+    def _workdir_size_mb(self) -> int | None:
+        return None
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -91,6 +107,7 @@ def main() -> None:
     n = args.n
 
     local_bwrap = LocalSandbox(isolation="bwrap") if bwrap_path() else None
+    local_before = BeforeLimits(isolation="bwrap") if local_bwrap else None
     local_plain = LocalSandbox(isolation="none")
     python = local_plain.python
     with socket.socket() as s:
@@ -109,8 +126,9 @@ def main() -> None:
         )
     )
     if local_bwrap:
-        rows.append(("LocalSandbox bwrap+uid+rlimits", lambda: local_bwrap.run(CODE)))
-    rows.append(("LocalSandbox uid+rlimits (no bwrap)", lambda: local_plain.run(CODE)))
+        rows.append(("LocalSandbox before (bwrap+uid+rlimits)", lambda: local_before.run(CODE)))
+        rows.append(("LocalSandbox full limits", lambda: local_bwrap.run(CODE)))
+    rows.append(("LocalSandbox isolation=none", lambda: local_plain.run(CODE)))
     rows.append(("/run_code server (FusionSandbox)", lambda: fusion.run(CODE)))
 
     print(f"latency of print(1+1), {n} runs each (interleaved), python={python}, cpus={os.cpu_count()}")
@@ -118,16 +136,27 @@ def main() -> None:
     base = None
     try:
         samples = timed_interleaved([fn for _, fn in rows], n)
+        p50s = {}
         for (name, _), xs in zip(rows, samples, strict=True):
             p50, p95 = statistics.median(xs), pct(xs, 0.95)
+            p50s[name] = p50
             base = base or p50
             print(f"{name:40s} {p50:8.1f} {p95:8.1f} {p50 / base:9.2f}x")
+        if local_bwrap:
+            before, full = p50s["LocalSandbox before (bwrap+uid+rlimits)"], p50s["LocalSandbox full limits"]
+            print(
+                f"\nfull limits vs before: p50 {full:.1f} / {before:.1f} ms = {full / before:.2f}x (budget 1.20x)"
+            )
+            print("limits that hold:")
+            for key, text in local_bwrap.limits_report().items():
+                print(f"  {key}: {text}")
 
         print("\nthroughput (runs/s)")
         targets = [("plain `python -c`", plain_async(python))]
         if local_bwrap:
-            targets.append(("LocalSandbox bwrap", lambda: local_bwrap.arun(CODE)))
-        targets.append(("LocalSandbox no bwrap", lambda: local_plain.arun(CODE)))
+            targets.append(("LocalSandbox before", lambda: local_before.arun(CODE)))
+            targets.append(("LocalSandbox full limits", lambda: local_bwrap.arun(CODE)))
+        targets.append(("LocalSandbox none", lambda: local_plain.arun(CODE)))
         targets.append(("/run_code server", lambda: fusion.arun(CODE)))
         print(
             f"{'path':28s} "

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tools.sandbox import LocalSandbox, local
-from tools.sandbox.cgroup import support
+from tools.sandbox.cgroup import RUN_PREFIX, support
 from tools.sandbox.isolation import UidSlot, bwrap_path
 
 MB = 1024 * 1024
@@ -97,7 +97,7 @@ def _run_groups() -> list[dict[str, str]]:
         except OSError:
             continue
         for name in names:
-            if name.startswith("run-") and mine in name:
+            if name.startswith(RUN_PREFIX) and mine in name:
                 groups.setdefault(name, {})[ctl] = os.path.join(parent, name)
     return list(groups.values())
 

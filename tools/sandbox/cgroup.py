@@ -6,8 +6,9 @@ it. cgroup v2 is used where this process's own group delegates memory and pids; 
 `memory`, `pids`, `cpu` and `cpuacct` hierarchies when they are mounted writable; otherwise none (the
 caller falls back to rlimits and size-capped tmpfs and says so).
 
-Groups are created under this process's own group (v1: per hierarchy) in a `turngym-sandbox` child, so
-whatever limits the host already puts on this process still apply to the sandboxes it starts.
+Groups are created under this process's own group (v1: per hierarchy) in a `turngym-sandbox` child
+(v1 `cpu`: directly beside it, see `_detect`), so whatever limits the host already puts on this process
+still apply to the sandboxes it starts.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from dataclasses import dataclass
 
 PARENT_NAME = "turngym-sandbox"
+RUN_PREFIX = "turngym-run-"
 _V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
 _counter = itertools.count()
 
@@ -74,7 +76,11 @@ def _detect() -> CgroupSupport:
             continue
         mountpoint, root = where
         rel = os.path.relpath(own[ctl], root) if own[ctl] != root else ""
-        parent = os.path.normpath(os.path.join(mountpoint, rel, PARENT_NAME))
+        # The CPU scheduler weighs a group as one task: under one shared parent, all sandboxes of the
+        # machine would split a single task's share. Beside this process's own tasks, each run weighs
+        # what one process did before.
+        sub = "" if ctl == "cpu" else PARENT_NAME
+        parent = os.path.normpath(os.path.join(mountpoint, rel, sub))
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as exc:
@@ -171,7 +177,7 @@ class RunCgroup:
         if not sup.available:
             raise RuntimeError(f"cgroups unavailable: {sup.reason}")
         self.version = sup.version
-        name = f"run-{tag or 'x'}-{os.getpid()}-{next(_counter)}"
+        name = f"{RUN_PREFIX}{tag or 'x'}-{os.getpid()}-{next(_counter)}"
         self.dirs: dict[str, str] = {}
         try:
             if sup.version == 2:
@@ -314,7 +320,7 @@ def sweep_stale() -> int:
             continue
         for name in names:
             parts = name.split("-")
-            if len(parts) < 4 or parts[0] != "run" or not parts[-2].isdigit():
+            if not name.startswith(RUN_PREFIX) or len(parts) < 5 or not parts[-2].isdigit():
                 continue
             if _alive(int(parts[-2])):
                 continue
