@@ -1,4 +1,4 @@
-"""Code sandboxes: `LocalSandbox` (bubblewrap + uid + rlimits), `FusionSandbox` (SandboxFusion HTTP)."""
+"""Code sandboxes: `LocalSandbox` (bubblewrap + seccomp + uid + per-run cgroup), `FusionSandbox` (SandboxFusion HTTP)."""
 
 from __future__ import annotations
 
