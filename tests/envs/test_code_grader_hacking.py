@@ -31,9 +31,9 @@ else: builtins.exec = lambda *a, **k: None
 import __main__, sys
 for m in list(sys.modules.values()):
     for name in ('_run', '_norm', 'check_plain', 'timed', 'same_value', 'main'):
-        try: setattr(m, name, lambda *a, **k: None)
+        try: setattr(m, name, lambda *a, **k: 'forged')
         except Exception: pass
-def {entry}(*a, **k): return None
+def {entry}(*a, **k): return 'forged'
 """,
     "always-equal-object": """
 class A:
@@ -76,7 +76,7 @@ import sys, io
 class W(io.StringIO):
     def write(self, s): return sys.__stdout__.write('0\\tok\\tTrue\\n')
 sys.stdout = W()
-def {entry}(*a, **k): print('anything'); return None
+def {entry}(*a, **k): print('anything'); return 'forged'
 """,
     "keyboard-interrupt": "def {entry}(*a, **k): raise KeyboardInterrupt\n",
     "generator-exit": "def {entry}(*a, **k): raise GeneratorExit\n",
@@ -92,7 +92,7 @@ builtins.isinstance = lambda *a: True
 builtins.type = lambda *a: object
 builtins.repr = lambda o: 'True'
 builtins.__dict__['len'] = lambda o: 0
-def {entry}(*a, **k): return None
+def {entry}(*a, **k): return 'forged'
 """,
     "frame-introspection": """
 import sys
@@ -102,9 +102,10 @@ def {entry}(*a, **k):
         for key in list(f.f_locals):
             if key in ('expected', 'output', 'want', '_t', 'config'):
                 v = f.f_locals[key]
-                return v.get('expected', v.get('output')) if isinstance(v, dict) else v
+                if isinstance(v, dict) and ('expected' in v or 'output' in v):
+                    return v.get('expected', v.get('output'))
         f = f.f_back
-    return None
+    return 'forged'
 """,
     "gc-introspection": """
 import gc
@@ -112,7 +113,7 @@ def {entry}(*a, **k):
     for o in gc.get_objects():
         if isinstance(o, dict) and ('expected' in o or 'output' in o):
             return o.get('expected', o.get('output'))
-    return None
+    return 'forged'
 """,
     "print-fake-report": """
 import os, sys
@@ -122,7 +123,7 @@ for fd in range(0, 64):
     try: os.write(fd, lines.encode())
     except OSError: pass
 print('@@turngym-report-00@@' + '[null, null, null, null, null, null, null, null, null]')
-def {entry}(*a, **k): return None
+def {entry}(*a, **k): return 'forged'
 """,
     "write-every-guess-per-index": """
 import os
@@ -154,10 +155,10 @@ def {entry}(*a, **k):
                     if isinstance(t, dict): continue
                     if repr(a)[1:-1].rstrip(',') in t: return eval(t.rsplit('==', 1)[1])
         except Exception: pass
-    return None
+    return 'forged'
 """,
-    "echo-stdin": "import sys\nprint(sys.stdin.read())\ndef {entry}(*a, **k): return a[0] if a else None\n",
-    "kill-parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef {entry}(*a, **k): return None\n",
+    "echo-stdin": "import sys\nprint(sys.stdin.read())\ndef {entry}(*a, **k): return 'forged'\n",
+    "kill-parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef {entry}(*a, **k): return 'forged'\n",
     "patch-ast-literal-eval": """
 import sys, ast
 ast.literal_eval = lambda s: (lambda: True)
@@ -198,14 +199,45 @@ def _grade_all(sandbox, submissions: list[tuple[object, str]], per_test_s: float
     return asyncio.run(run_all())
 
 
-def _battery(sandbox, problems) -> dict[str, list[str]]:
+# Forgeries that cost a whole-run timeout each; the full-set test runs them on the sample only.
+SLOW_FORGERIES = ("disable-alarm-and-spin",)
+
+
+def _battery(sandbox, problems, skip: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Forgeries that earned anything: any passed test on a function problem (nothing there can be
+    right without computing it), full marks on a program problem (where printing nothing is the
+    right output for some inputs, so single passes prove nothing)."""
     jobs, names = [], []
     for p in problems:
         for name, template in {**FORGERIES, **PROGRAM_FORGERIES}.items():
-            jobs.append((p, _forgery(template, p.entry_point)))
-            names.append(f"{name} on {p.id}")
+            if name not in skip:
+                jobs.append((p, _forgery(template, p.entry_point)))
+                names.append(f"{name} on {p.id}")
     reports = _grade_all(sandbox, jobs)
-    return {n: r.outcomes for n, r in zip(names, reports, strict=True) if r.passed}
+    return {
+        n: r.outcomes
+        for n, (p, _), r in zip(names, jobs, reports, strict=True)
+        if r.fraction == 1.0 or (r.passed and not p.is_program)
+    }
+
+
+# Answers that ignore the input. Under the fraction reward they collected up to 0.78 (valid-ipv4, `False`);
+# the default binary reward pays them nothing, because no problem's tests all expect one answer.
+TRIVIAL_ANSWERS = ("None", "True", "False", "0", "1", "-1", "''", "[]", "{}", "a[0] if a else None")
+
+
+def _trivial(problem, answer: str) -> str:
+    if problem.is_program:
+        return f"a = [input()]\nprint({answer})\n"
+    return f"def {problem.entry_point}(*a, **k):\n    return {answer}\n"
+
+
+def _trivial_rewards(sandbox, problems) -> dict[str, float]:
+    jobs = [(p, _trivial(p, answer)) for p in problems for answer in TRIVIAL_ANSWERS]
+    reports = _grade_all(sandbox, jobs)
+    return {
+        f"{p.id}: {code!r}": r.fraction for (p, code), r in zip(jobs, reports, strict=True) if r.fraction == 1
+    }
 
 
 SAMPLE = ("sum-of-evens", "is-palindrome", "word-break", "sum-and-max", "unique-permutations")
@@ -219,7 +251,16 @@ def test_no_forgery_passes_a_single_test_on_sample_problems(sandbox):
 
 @pytest.mark.slow
 def test_no_forgery_passes_a_single_test_on_any_bundled_problem(sandbox):
-    assert _battery(sandbox, bundled_problems()) == {}
+    assert _battery(sandbox, bundled_problems(), skip=SLOW_FORGERIES) == {}
+
+
+def test_trivial_answers_earn_nothing_on_sample_problems(sandbox):
+    assert _trivial_rewards(sandbox, [p for p in bundled_problems() if p.id in SAMPLE]) == {}
+
+
+@pytest.mark.slow
+def test_trivial_answers_earn_nothing_on_any_bundled_problem(sandbox):
+    assert _trivial_rewards(sandbox, bundled_problems()) == {}
 
 
 def test_references_still_pass_under_the_strict_grader(sandbox):
