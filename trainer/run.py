@@ -212,7 +212,15 @@ def launch(cfg: DictConfig) -> None:
         + " before the first step",
         flush=True,
     )
-    run_ppo(cfg, task_runner_class=TurngymTaskRunner)
+    try:
+        run_ppo(cfg, task_runner_class=TurngymTaskRunner)
+    finally:
+        import ray
+
+        # Ray's log thread forwards workers' last lines until shutdown: stop it while the console
+        # filter still routes them to train.log (at interpreter exit they would reach the console).
+        if ray.is_initialized():
+            ray.shutdown()
 
 
 def summarize(cfg: DictConfig) -> None:
