@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import pydantic
 
+from tools.calls import bounded_json
 from tools.result import ToolResult
 from tools.schema import function_schema
 
@@ -66,9 +67,15 @@ class Tool:
             arguments = {}
         if isinstance(arguments, (str, bytes)):
             try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError as exc:
+                arguments = bounded_json.loads(
+                    arguments if isinstance(arguments, str) else arguments.decode()
+                )
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                if isinstance(exc, UnicodeDecodeError):
+                    return f"arguments are not UTF-8 text: {_short(arguments)}"
                 return f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {_short(arguments)}"
+        if isinstance(arguments, dict) and bounded_json.depth_exceeds(arguments):
+            return f"arguments nest deeper than {bounded_json.MAX_JSON_DEPTH} levels"
         if not isinstance(arguments, dict):
             return f"arguments must be a JSON object, got {_json_type(arguments)}: {_short(arguments)}"
         try:

@@ -42,8 +42,10 @@ class CodeSandboxEnv(TextEnv):
 
     Problems: the bundled set (65 problems in tiers easy/medium/hard; `tier=` restricts it) or a JSONL
     file of your own (`problems="path.jsonl"`, lines with `prompt`, `tests`, optional `reference`).
-    Sandbox: `LocalSandbox` by default; `sandbox="fusion"` with `sandbox_endpoint=` uses a
-    SandboxFusion server; any object with `arun(code, language, **kw)` also works.
+    Sandbox: `LocalSandbox` by default, which refuses to start where it cannot isolate (no bubblewrap,
+    no user namespaces, no seccomp); `isolation="none"` opts in to running model code unisolated (the
+    code can then read the hidden tests on disk: never for training on untrusted output).
+    `sandbox="fusion"` with `sandbox_endpoint=` uses a SandboxFusion server; any object with `arun(code, language, **kw)` also works.
     `reset(options={"problem_id": ...})` or `{"index": i}` picks a problem; `{"tier": ...}` a tier.
     """
 
@@ -68,6 +70,7 @@ class CodeSandboxEnv(TextEnv):
         memory_mb: int = 512,
         sandbox: Any = "local",
         sandbox_endpoint: str | None = None,
+        isolation: str = "auto",
         submit_code_blocks: bool = True,
         tools=None,
         render_mode: str | None = None,
@@ -98,6 +101,10 @@ class CodeSandboxEnv(TextEnv):
             raise ValueError("sandbox must be 'local', 'fusion' or an object with an async `arun` method")
         if sandbox == "fusion" and not sandbox_endpoint:
             raise ValueError("sandbox='fusion' needs sandbox_endpoint='http://host:port'")
+        self.isolation = isolation
+        if sandbox == "local":
+            # Built now, so a machine that cannot isolate fails at make() with the reason, not mid-episode.
+            _ = self.sandbox
         self.problem: CodeProblem | None = None
         self.runs_used = 0
 
@@ -109,7 +116,9 @@ class CodeSandboxEnv(TextEnv):
             if self._sandbox_arg == "local":
                 from tools.sandbox import LocalSandbox
 
-                self._sandbox = LocalSandbox(timeout_s=self.run_timeout_s, memory_mb=self.memory_mb)
+                self._sandbox = LocalSandbox(
+                    timeout_s=self.run_timeout_s, memory_mb=self.memory_mb, isolation=self.isolation
+                )
             elif self._sandbox_arg == "fusion":
                 from tools.sandbox import FusionSandbox
 

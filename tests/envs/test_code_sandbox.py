@@ -246,3 +246,40 @@ def test_fusion_sandbox_when_configured():
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_code_env_refuses_to_run_unisolated_unless_asked(monkeypatch, caplog):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no bubblewrap to be found
+    with pytest.raises(RuntimeError, match="isolation='none'"):
+        envs.make("code-sandbox-v0")
+    env = envs.make("code-sandbox-v0", isolation="none")
+    assert env.unwrapped.sandbox.isolation == "none"
+
+
+def test_cancelled_sandbox_call_kills_its_process():
+    """A tool call cut by the turn's time budget must not leave its program running."""
+    import subprocess
+    import time
+
+    from tools.sandbox import LocalSandbox
+
+    marker = "sleep 25.7781"  # the program becomes this command line, so pgrep can see it
+
+    def alive():
+        return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+
+    async def cut():
+        code = "import os\nos.execv('/bin/sleep', ['sleep', '25.7781'])"
+        task = asyncio.create_task(LocalSandbox(timeout_s=30).arun(code))
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if alive():
+                break
+        assert alive(), "the program never started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cut())
+    time.sleep(0.5)
+    assert alive() == []

@@ -497,4 +497,12 @@ class LocalSandbox:
             if _pool is None:
                 _pool = concurrent.futures.ThreadPoolExecutor(self.max_workers, thread_name_prefix="sandbox")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_pool, lambda: self.run(code, language, **kwargs))
+        # A cancelled await (tool time budget, server disconnect, rollout shutdown) must stop the
+        # process tree too, not leave it running in the pool until its own timeout.
+        cancel = kwargs.pop("cancel", None) or threading.Event()
+        future = loop.run_in_executor(_pool, lambda: self.run(code, language, cancel=cancel, **kwargs))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
