@@ -20,6 +20,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from rollout.episode import EpisodeConfig, run_episode
 
 AGENT_NAME = "turngym"
+# Optional per-row column: the difficulty to play this row at, overriding env_kwargs' (set by the
+# trainer's curriculum; rows without it play as the dataset says).
+DIFFICULTY_KEY = "turngym_difficulty"
 
 
 def episode_spec(kwargs: dict[str, Any]) -> tuple[str, int | None, dict[str, Any]]:
@@ -64,6 +67,8 @@ class TurnGymAgentLoop(AgentLoopBase):
         import envs
 
         env_id, seed, env_kwargs = episode_spec(kwargs)
+        if kwargs.get(DIFFICULTY_KEY):
+            env_kwargs["difficulty"] = str(kwargs[DIFFICULTY_KEY])
         env = None
         try:
             env = envs.make(env_id, **env_kwargs)
