@@ -94,6 +94,34 @@ class TurnGymAgentLoop(AgentLoopBase):
         return trajectory_to_output(traj, self.tokenizer, self.episode_config.max_prompt_tokens)
 
 
+class TurnRewardOutput(AgentLoopOutput):
+    """An AgentLoopOutput whose `rm_scores` hold each turn's reward on that turn's last generated token.
+
+    verl's `as_dict` (read by the v1 trainer's agent loop worker) puts all of `reward_score` on the
+    last response token; turn-level estimators (trainer/turn_credit.py) need the per-turn placement.
+    Row sums, which GRPO and every reward metric read, do not change.
+    """
+
+    def as_dict(self) -> dict[str, Any]:
+        """verl's dict, with `rm_scores` spread over the turns when they still add up to `reward_score`."""
+        output = super().as_dict()
+        scores = output.get("rm_scores")
+        extra = self.extra_fields
+        rewards, positions = extra.get("turn_scores") or [], extra.get("turn_reward_positions") or []
+        if scores is None or self.reward_score is None or extra.get("turngym_failed"):
+            return output
+        # A score replaced after the episode (e.g. by a reward function) no longer matches the turns.
+        if not rewards or len(rewards) != len(positions) or abs(sum(rewards) - self.reward_score) > 1e-6:
+            return output
+        if any(not 0 <= int(p) < scores.numel() for p in positions):
+            return output
+        per_turn = scores.new_zeros(scores.shape)
+        for p, r in zip(positions, rewards, strict=True):
+            per_turn[int(p)] += float(r)
+        output["rm_scores"] = per_turn
+        return output
+
+
 def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | None) -> AgentLoopOutput:
     """An AgentLoopOutput for verl; a failed episode becomes a masked-out placeholder flagged in extras."""
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -136,13 +164,13 @@ def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | Non
     response = list(traj.response_ids) or [pad]
     mask = list(traj.loss_mask) or [0]
     logprobs = list(traj.logprobs) or [0.0]
-    return AgentLoopOutput(
+    return TurnRewardOutput(
         prompt_ids=list(traj.prompt_ids),
         response_ids=response,
         response_mask=mask,
         response_logprobs=logprobs,
-        # verl puts reward_score on the last response token; GRPO sums token rewards, so the episode
-        # return there equals per-turn placement for outcome advantages. Per-turn values: extra_fields.
+        # verl needs a reward_score to skip its reward function; TurnRewardOutput spreads it over the
+        # turns in rm_scores (outcome estimators sum it back). Per-turn values are also in extra_fields.
         reward_score=float(traj.total_reward),
         num_turns=len(traj.messages),
         metrics=metrics,
