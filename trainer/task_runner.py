@@ -14,6 +14,7 @@ import ray
 from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+import trainer.turn_credit  # noqa: F401 - registers turngym's advantage estimators where verl computes them
 from trainer.progress import (
     SUCCESS_KEY,
     TURNS_KEY,
