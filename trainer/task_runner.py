@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 import trainer.turn_credit  # noqa: F401 - registers turngym's advantage estimators where verl computes them
+from trainer.curriculum import CurriculumTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,
     TURNS_KEY,
@@ -25,8 +26,8 @@ from trainer.progress import (
 )
 
 
-class TurngymTrainer(PPOTrainerSync):
-    """verl's synchronous trainer plus turngym's progress line, metrics JSONL and success rate."""
+class TurngymTrainer(CurriculumTrainerMixin, PPOTrainerSync):
+    """verl's synchronous trainer plus turngym's progress line, metrics JSONL, success rate and curriculum."""
 
     def __init__(self, config: DictConfig) -> None:
         super().__init__(config=config)
