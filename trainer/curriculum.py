@@ -242,11 +242,9 @@ def curriculum_env_ids(env_ids: Iterable[str]) -> list[str]:
 
 
 def level_opening_rows(rows: Iterable[Mapping[str, Any]], env_ids: Iterable[str]) -> list[dict[str, Any]]:
-    """Copies of the rows of curriculum envs at every level, with that level's opening prompt.
-
-    The prompt budget is measured on these too: a harder level can open with a longer prompt (a
-    bigger maze) than the dataset's difficulty, and a prompt over budget trains on nothing.
-    """
+    """Copies of the curriculum envs' rows at every other level, each with that level's opening prompt."""
+    # The prompt budget is measured on these too: a harder level can open with a longer prompt (a
+    # bigger maze) than the dataset's difficulty, and a prompt over budget trains on nothing.
     from trainer.datasets import opening_messages
 
     managed = set(env_ids)

@@ -111,7 +111,7 @@ def prepare(cfg: DictConfig) -> DictConfig:
     )
     budget = cfg.data.max_prompt_length
     longest = check_prompt_budget(
-        [cfg.data.train_files, cfg.data.val_files],
+        [cfg.data.train_files, cfg.data.val_files, *curriculum_budget_files(cfg, entries)],
         cfg.turngym.model,
         None if budget == AUTO else int(budget),
         dict(cfg.data.get("apply_chat_template_kwargs") or {}),
@@ -157,6 +157,22 @@ def prepare(cfg: DictConfig) -> DictConfig:
         )
         cfg.turngym.model = report["model"]
     return cfg
+
+
+def curriculum_budget_files(cfg: DictConfig, entries: list[dict]) -> list[Path]:
+    """Check ``turngym.curriculum``; when on, write the training rows' openings at every level for the budget."""
+    # A harder level can open with a longer prompt (a bigger maze) than the dataset's difficulty.
+    from trainer.curriculum import CurriculumConfig, curriculum_env_ids, write_level_openings
+
+    try:
+        settings = CurriculumConfig.from_mapping(cfg.turngym.get("curriculum"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
+    if not settings.enable:
+        return []
+    env_ids = curriculum_env_ids(e["id"] for e in entries)
+    path = Path(cfg.data.train_files).parent / "curriculum_levels.parquet"
+    return [write_level_openings(cfg.data.train_files, path, env_ids)]
 
 
 class open_struct:  # noqa: N801 - used as a context manager like omegaconf.open_dict
