@@ -3,11 +3,11 @@
 It is turngym's one sampler on CPU: `rollout.eval`/`rollout.collect` use it directly and the
 trainer's `hf` rollout server (`trainer/cpu/hf_rollout.py`) is a Ray actor around it.
 
-Continuous batching without timers: a background task decodes the running rows together with a KV
-cache, one forward pass at a time; requests that queued during a forward are prefilled (left-padded)
-and joined to the running rows before the next one, and finished rows leave the cache at once. The
-forward passes and weight loads run in one worker thread, so the event loop (env steps, HTTP) keeps
-running meanwhile and a weight load never lands inside a forward pass.
+Continuous batching without timers: one worker thread runs forward pass after forward pass while
+any row decodes, with a KV cache; requests (and weight loads) that queued during a forward are
+taken when it ends: new requests are prefilled (left-padded) and joined to the running rows, and
+finished rows leave the cache at once. The event loop (env steps, HTTP) only queues requests and
+receives results, so it keeps running meanwhile, and a weight load never lands inside a forward.
 
 Reported logprobs are those of the sampled token under the temperature-scaled distribution before
 top-k/top-p truncation (what an actor recomputes at the same temperature); greedy requests report the
@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -74,7 +76,7 @@ class _Running:
 class EngineStats:
     """Where an engine's time went (seconds) and how much it produced."""
 
-    batches: int = 0
+    batches: int = 0  # prefills: groups of requests admitted together
     requests: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
@@ -142,11 +144,13 @@ class HFEngine:
         self.valid_vocab = min(vocab, len(tokenizer)) if tokenizer is not None else vocab
         self._generator = torch.Generator(device="cpu").manual_seed(seed)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-engine")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: list[_Request] = []
-        self._active: list[_Request] = []  # the requests in the forward pass under way
-        self._wakeup: asyncio.Event | None = None
-        self._worker: asyncio.Task | None = None
+        # Shared with the decode thread, always under `_lock`: requests and weight loads waiting for
+        # the current forward pass to end, and whether the decode loop is running.
+        self._lock = threading.Lock()
+        self._inbox: deque[_Request] = deque()
+        self._loads: deque[tuple[dict[str, Any], asyncio.Future]] = deque()
+        self._decoding = False
+        self._active: list[_Request] = []  # rows of the running batch (for close)
         self._closed = False
         self.weight_version = 0  # how many times `load_weights` replaced the weights
         self.stats = EngineStats()
@@ -173,24 +177,29 @@ class HFEngine:
             )
         if params.max_new_tokens > room:
             params = _replace(params, max_new_tokens=room)
-        self._ensure_worker()
-        future = asyncio.get_running_loop().create_future()
-        self._pending.append(_Request(prompt, params, future, str(request_id)))
-        self._wakeup.set()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            self._inbox.append(_Request(prompt, params, future, str(request_id)))
+        # call_soon: the decode loop starts after the other coroutines of this loop iteration (e.g.
+        # a gather of episodes) have queued their requests, so they share one prefill.
+        loop.call_soon(self._start_decoding)
         return await future
 
     async def close(self) -> None:
-        """Stop the batching task and the worker thread; pending requests fail with EngineError."""
-        self._closed = True
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._worker
-        for req in self._pending + self._active:
+        """Stop decoding and the worker thread; waiting and running requests fail with EngineError."""
+        with self._lock:
+            self._closed = True
+            waiting = list(self._inbox) + list(self._active)
+            loads = list(self._loads)
+            self._inbox.clear()
+            self._loads.clear()
+        for req in waiting:
             if not req.future.done():
                 req.future.set_exception(EngineError("HFEngine closed"))
-        self._pending.clear()
-        self._active = []
+        for _, future in loads:
+            if not future.done():
+                future.set_exception(EngineError("HFEngine closed"))
         self._executor.shutdown(wait=False)
 
     # ----- weights -------------------------------------------------------------------------------
@@ -199,8 +208,11 @@ class HFEngine:
         if self._closed:
             raise EngineError("HFEngine is closed")
         state = dict(weights.items() if isinstance(weights, Mapping) else weights)
-        # The forward passes run on the one worker thread: a load queued there never lands mid-forward.
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._load_state, state)
+        future = asyncio.get_running_loop().create_future()
+        with self._lock:
+            self._loads.append((state, future))
+        self._start_decoding()
+        return await future
 
     def _load_state(self, state: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -221,57 +233,56 @@ class HFEngine:
     @property
     def busy(self) -> bool:
         """True while requests wait or decode."""
-        return bool(self._pending or self._active)
+        with self._lock:
+            return self._decoding or bool(self._inbox)
 
-    def _ensure_worker(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._worker is None or self._worker.done():
-            # A new event loop (e.g. another asyncio.run): requests of a dead loop cannot be answered.
-            self._loop = loop
-            self._pending = []
-            self._active = []
-            self._wakeup = asyncio.Event()
-            self._worker = loop.create_task(self._serve(), name="hf-engine-batcher")
+    def _start_decoding(self) -> None:
+        with self._lock:
+            if self._decoding or self._closed or not (self._inbox or self._loads):
+                return
+            self._decoding = True
+        self._executor.submit(self._decode_loop)
 
-    async def _serve(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _decode_loop(self) -> None:
+        """The worker thread: one forward pass after another while any row runs.
+
+        Between two forwards it applies queued weight loads and admits queued requests (continuous
+        batching without timers: a request never waits for a batch of long generations to end).
+        Results go back to each request's own event loop.
+        """
+        running: _Running | None = None
         while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            # Yield once so requests issued in the same tick (e.g. a gather of episodes) share a prefill.
-            await asyncio.sleep(0)
-            running: _Running | None = None
-            while self._pending or running is not None:
-                # Continuous batching: whatever queued during the last forward joins the next one, so a
-                # request never waits for a whole batch of long generations to end.
+            with self._lock:
+                loads = list(self._loads)
+                self._loads.clear()
                 admit = self._admit(running)
-                if running is None and not admit:
-                    continue  # only cancelled requests were waiting
-                dropped = {i for i, r in enumerate(running.reqs) if r.future.done()} if running else set()
+                if self._closed or (running is None and not admit and not loads):
+                    self._decoding = False
+                    self._active = []
+                    return
                 self._active = (running.reqs if running else []) + admit
-                try:
-                    running, done = await loop.run_in_executor(
-                        self._executor, self._step, running, admit, dropped
-                    )
-                except Exception as exc:  # a failed forward fails its requests, never the batcher
-                    for r in self._active:
-                        if not r.future.done():
-                            r.future.set_exception(EngineError(f"generation failed: {exc!r}"))
-                    running = None
-                    done = []
-                for r, gen in done:
-                    if not r.future.done():
-                        r.future.set_result(gen)
-                self._active = running.reqs if running else []
-                await asyncio.sleep(0)
+            for state, future in loads:
+                _deliver(future, *_outcome(self._load_state, state))
+            if running is None and not admit:
+                continue
+            dropped = {i for i, r in enumerate(running.reqs) if r.future.done()} if running else set()
+            try:
+                running, done = self._step(running, admit, dropped)
+            except Exception as exc:  # a failed forward fails its requests, never the engine
+                error = EngineError(f"generation failed: {exc!r}")
+                for r in (running.reqs if running else []) + admit:
+                    _deliver(r.future, None, error)
+                running, done = None, []
+            for r, gen in done:
+                _deliver(r.future, gen, None)
 
     def _admit(self, running: _Running | None) -> list[_Request]:
         if running is not None and not running.mergeable:
             return []  # caches that cannot be joined (sliding windows, ...) wait for the batch to end
         room = self.max_batch_size - (len(running.reqs) if running else 0)
         admit: list[_Request] = []
-        while self._pending and len(admit) < room:
-            req = self._pending.pop(0)
+        while self._inbox and len(admit) < room:
+            req = self._inbox.popleft()
             if not req.future.done():
                 admit.append(req)
         return admit
@@ -466,3 +477,25 @@ def _replace(params: SamplingParams, **changes) -> SamplingParams:
     from dataclasses import replace
 
     return replace(params, **changes)
+
+
+def _outcome(fn, *args) -> tuple[Any, BaseException | None]:
+    try:
+        return fn(*args), None
+    except Exception as exc:  # handed to the awaiting caller
+        return None, exc
+
+
+def _deliver(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    """Resolve `future` on its own event loop (from the worker thread)."""
+
+    def resolve() -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    with contextlib.suppress(RuntimeError):  # that event loop is closed: nobody waits any more
+        future.get_loop().call_soon_threadsafe(resolve)

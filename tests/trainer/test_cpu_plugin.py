@@ -1,4 +1,7 @@
-"""The CPU plugin: platform registration, patches, and the 'hf' rollout server (real tiny model, no Ray)."""
+"""The CPU plugin: platform registration, patches, and the 'hf' rollout server (real tiny model, no Ray).
+
+Sampling itself (same tokens as rollout.eval's HFEngine) is tested in test_one_sampler.py.
+"""
 
 from __future__ import annotations
 
@@ -73,6 +76,24 @@ def test_generate_returns_tokens_and_logprobs_matching_the_model(server):
             torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(out.token_ids)[:, None]).squeeze(-1)
         )
         assert torch.allclose(expected, torch.tensor(out.log_probs), atol=1e-4)
+
+
+def test_server_honours_stop_tokens_and_says_why_it_stopped(server):
+    from rollout.hf_engine import HFEngine
+
+    assert isinstance(server.engine, HFEngine)  # one sampler: the actor wraps rollout's engine
+
+    async def run(params):
+        return await server.generate([7, 8, 9], {"temperature": 0.0, **params})
+
+    free = asyncio.run(run({"max_tokens": 6, "ignore_eos": True}))
+    assert free.stop_reason == "length" and len(free.token_ids) == 6
+    stop_at = free.token_ids[2]
+    cut = asyncio.run(run({"max_tokens": 6, "ignore_eos": True, "stop_token_ids": [stop_at]}))
+    assert cut.token_ids == free.token_ids[: free.token_ids.index(stop_at) + 1]
+    assert cut.stop_reason == "completed"
+    # Without max_tokens the budget is verl's: response_length, within prompt + response length.
+    assert len(asyncio.run(run({"ignore_eos": True})).token_ids) == 16
 
 
 def test_greedy_is_deterministic_and_weights_update(server):
