@@ -1,0 +1,93 @@
+"""The `gpu` extra is a version set pip can install: its pins agree with each other and with verl 0.9.1.
+
+The fast tests read pyproject.toml and verl's installed metadata; the slow one asks pip's resolver
+(`pip install --dry-run --report`, nothing downloaded beyond metadata) in a scratch venv.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parent.parent
+# Resolved by pip on 2026-11-23 for verl[verl-core]==0.9.1 + sglang==0.5.14 (see the GPU notes).
+RESOLVED = {"verl": "0.9.1", "sglang": "0.5.14", "torch": "2.11.0", "transformers": "5.8.1"}
+
+
+def extras() -> dict[str, list[Requirement]]:
+    """pyproject's optional dependencies, parsed."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {name: [Requirement(r) for r in reqs] for name, reqs in project["optional-dependencies"].items()}
+
+
+def gpu_requirements() -> list[str]:
+    """The gpu extra as pip requirement lines, turngym's own extras and core dependencies expanded."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = list(project["dependencies"])
+    for req in extras()["gpu"]:
+        if req.name == "turngym":
+            for extra in req.extras:
+                lines += project["optional-dependencies"][extra]
+        else:
+            lines.append(str(req))
+    return lines
+
+
+def pins(reqs: list[Requirement]) -> dict[str, str]:
+    return {r.name: str(r.specifier).removeprefix("==") for r in reqs if str(r.specifier).startswith("==")}
+
+
+def test_gpu_extra_pins_the_resolved_set():
+    assert pins(extras()["gpu"]) == RESOLVED
+    # verl's own sglang extra pins sglang 0.5.12, whose transformers pin verl excludes.
+    assert not any(r.name == "verl" and "sglang" in r.extras for r in extras()["gpu"])
+    # The CPU set's torch pin must not reach the GPU set.
+    assert not any(r.name == "turngym" and "train" in r.extras for r in extras()["gpu"])
+
+
+def test_gpu_pins_fit_verls_own_ranges():
+    verl_reqs = [Requirement(r) for r in metadata.requires("verl") or [] if "extra ==" not in r]
+    ranges = {r.name: r.specifier for r in verl_reqs}
+    gpu = pins(extras()["gpu"])
+    assert "transformers" in ranges
+    for name, version in gpu.items():
+        if name in ranges:
+            assert ranges[name].contains(version), (
+                f"verl 0.9.1 needs {name}{ranges[name]}, gpu pins {version}"
+            )
+
+
+def test_gpu_extra_keeps_every_training_dependency_but_cpu_torch():
+    train = {r.name for r in extras()["train"]}
+    gpu = {r.name for r in extras()["gpu"]}
+    assert train - gpu == set()  # same packages; only the versions of torch/transformers differ
+
+
+@pytest.mark.slow
+def test_pip_resolves_the_gpu_extra(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    requirements = tmp_path / "gpu.txt"
+    requirements.write_text("\n".join(gpu_requirements()) + "\n")
+    report = tmp_path / "report.json"
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q"]
+        + ["--report", str(report), "-r", str(requirements)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    resolved = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    for name, version in RESOLVED.items():
+        assert resolved[name] == version
