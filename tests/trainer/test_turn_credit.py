@@ -1,0 +1,228 @@
+"""Turn-level credit (trainer/turn_credit.py) on hand-made batches with known answers, through verl's
+own registry and `compute_advantage`, and the rollout's per-turn `rm_scores`."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+from verl import DataProto
+from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+from verl.trainer.ppo.ray_trainer import compute_advantage
+
+from trainer.turn_credit import TURN_GRPO, compute_turn_grpo_advantage, turn_index, turn_rewards
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _batch(rows: list[tuple[list[int], dict[int, float]]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(token_level_rewards, response_mask) from (mask, {position: reward}) per row, right-padded."""
+    width = max(len(mask) for mask, _ in rows)
+    rewards = torch.zeros(len(rows), width)
+    masks = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, (mask, placed) in enumerate(rows):
+        masks[i, : len(mask)] = torch.tensor(mask)
+        for pos, r in placed.items():
+            rewards[i, pos] = r
+    return rewards, masks
+
+
+def _algo(**kw) -> object:
+    return OmegaConf.create({"gamma": 1.0, "norm_adv_by_std_in_grpo": True, **kw})
+
+
+def test_turns_are_runs_of_generated_tokens():
+    mask = torch.tensor([[1, 1, 0, 0, 1, 0, 1, 1, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0]])
+    assert turn_index(mask).tolist() == [[0, 0, -1, -1, 1, -1, 2, 2, -1], [-1] * 9]
+
+
+def test_rewards_off_generated_tokens_go_to_the_turn_before():
+    # A turn cut by the per-turn cap ends with a context token (mask 0); a placeholder row has no turn.
+    rewards, mask = _batch([([1, 1, 0, 1, 1, 0], {2: 0.5, 4: 1.0, 5: 0.25}), ([0], {0: 0.7})])
+    per_row = turn_rewards(rewards, turn_index(mask))
+    assert per_row[0].tolist() == [0.5, 1.25]
+    assert per_row[1].tolist() == pytest.approx([0.7])
+
+
+def test_exact_advantages_two_groups():
+    # Group "a": episode 0 has 2 turns (rewards 0, 1), episode 1 has 3 turns (-0.5, 0, 0); gamma 0.5.
+    # Returns: ep0 [0.5, 1], ep1 [-0.5, 0, 0]. Episode-weighted mean (0.75 - 1/6) / 2 = 7/24;
+    # variance (mean((G0 - m)^2) + mean((G1 - m)^2)) / (2 - 1) = (157 + 153) / 576, std = sqrt(310) / 24.
+    rows = [
+        ([1, 1, 0, 1, 1, 0, 0], {1: 0.0, 4: 1.0}),
+        ([1, 0, 1, 0, 1, 0, 0], {0: -0.5, 2: 0.0, 4: 0.0}),
+        # Group "b": two single-turn episodes, returns 1 and 3 -> GRPO's -1/sqrt(2), +1/sqrt(2).
+        ([1, 1, 0], {1: 1.0}),
+        ([1, 1, 1, 1], {3: 3.0}),
+    ]
+    rewards, mask = _batch(rows)
+    index = np.array(["a", "a", "b", "b"], dtype=object)
+    adv, ret = compute_turn_grpo_advantage(rewards, mask, index=index, config=_algo(gamma=0.5))
+    s = math.sqrt(310)
+    expected = [
+        [5 / s, 5 / s, 0, 17 / s, 17 / s, 0, 0],
+        [-19 / s, 0, -7 / s, 0, -7 / s, 0, 0],
+        [-1 / math.sqrt(2), -1 / math.sqrt(2), 0, 0, 0, 0, 0],
+        [1 / math.sqrt(2)] * 4 + [0, 0, 0],
+    ]
+    for got, want in zip(adv.tolist(), expected, strict=True):
+        assert got == pytest.approx(want, abs=1e-5)
+    assert ret[0].tolist() == pytest.approx([0.5, 0.5, 0, 1, 1, 0, 0])
+    assert ret[1].tolist() == pytest.approx([-0.5, 0, 0, 0, 0, 0, 0])
+
+
+def test_without_std_normalisation_advantages_are_centred_returns():
+    rows = [([1, 1, 0, 1, 1, 0, 0], {1: 0.0, 4: 1.0}), ([1, 0, 1, 0, 1, 0, 0], {0: -0.5, 2: 0.0, 4: 0.0})]
+    rewards, mask = _batch(rows)
+    config = _algo(gamma=0.5, norm_adv_by_std_in_grpo=False)
+    adv, _ = compute_turn_grpo_advantage(rewards, mask, index=np.array([0, 0]), config=config)
+    m = 7 / 24
+    assert adv[0].tolist() == pytest.approx([0.5 - m, 0.5 - m, 0, 1 - m, 1 - m, 0, 0], abs=1e-6)
+    assert adv[1].tolist() == pytest.approx([-0.5 - m, 0, -m, 0, -m, 0, 0], abs=1e-6)
+
+
+def _grpo(rewards, mask, index, norm=True):
+    return get_adv_estimator_fn("grpo")(rewards, mask, index=index, norm_adv_by_std_in_grpo=norm)[0]
+
+
+@pytest.mark.parametrize("norm", [True, False])
+def test_single_turn_episodes_reduce_to_grpo(norm):
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for _ in range(11):
+        length = int(torch.randint(1, 9, (1,), generator=gen))
+        reward = float(torch.randn(1, generator=gen))
+        rows.append(([1] * length, {length - 1: reward}))
+    rows.append(([1, 1], {1: 0.3}))  # equal rewards in a group -> advantage 0
+    rows.append(([1, 1, 1], {2: 0.3}))
+    rewards, mask = _batch(rows)
+    # groups of 4, 4, 1 (GRPO: a lone episode keeps its raw score) and 2 (equal rewards)
+    index = np.array([0] * 4 + [1] * 4 + [2] + [3] * 2 + [4] * 2, dtype=object)
+    adv, _ = compute_turn_grpo_advantage(
+        rewards, mask, index=index, config=_algo(gamma=0.9, norm_adv_by_std_in_grpo=norm)
+    )
+    assert torch.allclose(adv, _grpo(rewards, mask, index, norm), atol=1e-5)
+    assert adv[-2:].abs().max() == 0
+
+
+def test_gamma_one_with_only_a_final_reward_equals_grpo_on_every_turn():
+    rows = [
+        ([1, 1, 0, 0, 1, 0, 1], {6: 1.0}),
+        ([1, 0, 1, 1, 0, 0, 0], {3: 0.0}),
+        ([1, 1, 1, 0, 1, 1, 0], {5: 0.5}),
+        ([1, 0, 0, 0, 0, 0, 0], {0: -1.0}),
+    ]
+    rewards, mask = _batch(rows)
+    index = np.array(["g"] * 4, dtype=object)
+    adv, _ = compute_turn_grpo_advantage(rewards, mask, index=index, config=_algo())
+    assert torch.allclose(adv, _grpo(rewards, mask, index), atol=1e-5)
+
+
+def test_env_tool_and_padding_tokens_get_zero():
+    rows = [
+        ([0, 1, 1, 0, 0, 0, 1, 0, 0, 0], {2: -0.2, 6: 1.0}),
+        ([1, 1, 0, 0, 1, 1, 1], {1: 0.0, 6: 0.0}),
+        ([0], {0: 0.0}),  # a failed episode's placeholder: no generated token
+    ]
+    rewards, mask = _batch(rows)
+    adv, ret = compute_turn_grpo_advantage(rewards, mask, index=np.array([7, 7, 7]), config=_algo(gamma=0.9))
+    assert (adv[mask == 0] == 0).all() and (ret[mask == 0] == 0).all()
+    assert (adv[mask == 1] != 0).all()
+    # later turns of row 0 escape the early penalty: reward-to-go, not the episode return
+    assert adv[0, 6] > adv[0, 1]
+
+
+def test_placeholder_rows_count_in_the_group_like_grpo():
+    rows = [([1, 1], {1: 1.0}), ([1, 1, 1], {2: 0.0}), ([0, 0], {1: 0.0})]
+    rewards, mask = _batch(rows)
+    index = np.array([0, 0, 0])
+    adv, _ = compute_turn_grpo_advantage(rewards, mask, index=index, config=_algo())
+    assert torch.allclose(adv, _grpo(rewards, mask, index), atol=1e-5)
+
+
+def test_verl_compute_advantage_finds_it_by_name_and_passes_uid_and_config():
+    assert get_adv_estimator_fn(TURN_GRPO) is compute_turn_grpo_advantage
+    rows = [([1, 1, 0, 1, 1, 0, 0], {1: 0.0, 4: 1.0}), ([1, 0, 1, 0, 1, 0, 0], {0: -0.5, 2: 0.0, 4: 0.0})]
+    rewards, mask = _batch(rows)
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(["u", "u"], dtype=object)},
+    )
+    out = compute_advantage(data, adv_estimator=TURN_GRPO, config=_algo(gamma=0.5))
+    s = math.sqrt(310)
+    assert out.batch["advantages"][0].tolist() == pytest.approx(
+        [5 / s, 5 / s, 0, 17 / s, 17 / s, 0, 0], abs=1e-5
+    )
+
+
+def test_the_v1_trainer_path_delegates_to_the_estimator():
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+    rows = [([1, 0, 1], {0: 1.0, 2: 0.0}), ([1, 1, 1], {2: 0.0})]
+    rewards, mask = _batch(rows)
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(["u", "u"], dtype=object)},
+    )
+    out = compute_advantage_for_multi_trajectories(
+        data, batch_keys=["u_0_0", "u_1_0"], adv_estimator=TURN_GRPO, config=_algo()
+    )
+    adv = out.batch["advantages"]
+    # returns: row 0 turns [1, 0], row 1 [0]; episode means 0.5 and 0 -> mean 0.25
+    assert adv[0, 0] > 0 and adv[0, 2] < 0 and adv[0, 1] == 0 and adv[1, 0] < 0
+
+
+def test_the_task_runner_registers_the_estimator():
+    # A fresh interpreter: this module already imported trainer.turn_credit itself.
+    code = (
+        "import trainer.task_runner\n"
+        "from verl.trainer.ppo.core_algos import get_adv_estimator_fn\n"
+        f"print(get_adv_estimator_fn({TURN_GRPO!r}).__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "trainer.turn_credit"
+
+
+class _Tokenizer:
+    pad_token_id = 0
+
+
+def _trajectory(**kw):
+    from rollout.trajectory import Trajectory, TurnRecord
+
+    turns = [TurnRecord(start=0, end=2, reward=-0.1), TurnRecord(start=4, end=6, reward=1.0)]
+    base = dict(
+        prompt_ids=[1, 2],
+        response_ids=[5, 6, 7, 8, 9, 10],
+        loss_mask=[1, 1, 0, 0, 1, 1],
+        logprobs=[0.0] * 6,
+        turns=turns,
+        termination="terminated",
+    )
+    return Trajectory(**{**base, **kw})
+
+
+def test_rollout_puts_each_turn_reward_on_its_last_generated_token():
+    from rollout.agent_loop import trajectory_to_output
+
+    out = trajectory_to_output(_trajectory(), _Tokenizer(), None)
+    scores = out.as_dict()["rm_scores"]
+    assert scores.tolist() == pytest.approx([0, -0.1, 0, 0, 0, 1.0])
+    assert float(scores.sum()) == pytest.approx(out.reward_score)
+
+
+def test_rollout_keeps_verls_placement_when_the_score_was_replaced_or_the_episode_failed():
+    from rollout.agent_loop import trajectory_to_output
+
+    out = trajectory_to_output(_trajectory(), _Tokenizer(), None)
+    out.reward_score = 2.0  # e.g. a reward function scored the episode after the loop
+    assert out.as_dict()["rm_scores"].tolist() == [0, 0, 0, 0, 0, 2.0]
+    failed = trajectory_to_output(_trajectory(failed=True, termination="failed"), _Tokenizer(), None)
+    assert failed.as_dict()["rm_scores"].tolist() == [0.0]
