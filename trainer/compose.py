@@ -6,11 +6,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from trainer.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
+
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 PRIMARY_CONFIG = "turngym"
 GROUPS = ("env", "algorithm", "platform")
-# Free-form dicts whose keys the user invents (constructor kwargs).
-OPEN_KEY_PREFIXES = ("env.kwargs.",)
 
 
 class ConfigError(ValueError):
@@ -58,9 +58,28 @@ def _compose(overrides: list[str]) -> DictConfig:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
             return compose(config_name=PRIMARY_CONFIG, overrides=overrides)
     except HydraException as exc:
-        raise ConfigError(f"bad override: {exc}") from exc
+        message = _unknown_key(overrides)
+        if message:
+            raise ConfigError(message) from None
+        raise ConfigError(f"bad override: {' '.join(str(exc).split())}") from exc
     finally:
         GlobalHydra.instance().clear()
+
+
+def _group_only(overrides: list[str]) -> list[str]:
+    return [o for o in overrides if _split(o)[0] in GROUPS]
+
+
+def _unknown_key(overrides: list[str]) -> str | None:
+    """A did-you-mean for the first override naming a key the config lacks (or a '+' typo), else None."""
+    group_overrides = _group_only(overrides)
+    if group_overrides == overrides:
+        return None
+    try:
+        base = _compose(group_overrides)
+    except ConfigError:
+        return None
+    return check_override_keys(overrides, config_keys(base), GROUPS)
 
 
 def resolve_device(requested: str) -> str:
@@ -76,6 +95,10 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
     """The full training config for these command-line overrides, validated; raises ConfigError."""
     overrides = _normalize(list(overrides or []))
     first = _compose(overrides)
+    if any(o.startswith("+") and not _split(o)[0].startswith(OPEN_KEY_PREFIXES) for o in overrides):
+        message = _unknown_key(overrides)  # '+key' composes fine even when it is a typo of a real key
+        if message:
+            raise ConfigError(message)
     device = resolve_device(str(first.trainer.device))
     user_keys = {_split(o)[0] for o in overrides}
     final_overrides = list(overrides)
@@ -87,7 +110,12 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
         final_overrides = embedded_model_overrides(user_keys) + final_overrides
     cfg = _compose(final_overrides)
     import_user_modules(list(cfg.turngym.import_modules))
-    check_config(cfg)
+    try:
+        check_config(cfg)
+    except (ValueError, TypeError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"bad value: {exc}") from None
     return cfg
 
 
@@ -127,6 +155,9 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"trainer.device={cfg.trainer.device!r}; valid choices: auto, cpu, cuda, npu")
     if int(cfg.trainer.total_training_steps) < 1:
         raise ConfigError("trainer.total_training_steps must be >= 1")
+    from trainer.run_checks import check_registry_values
+
+    check_registry_values(cfg)
     check_warm_start(cfg)
 
 

@@ -1,0 +1,232 @@
+"""Checks before anything is written or Ray starts: the model path, verl registry names, and the run folder.
+
+A run folder (``turngym.output_dir``) records what it was trained with in ``run.json``; a command whose
+env mixture, episodes, algorithm, critic, policy loss or model differ from what the folder holds is
+refused (resuming it would load checkpoints of another run, or train on other rows), naming the keys
+that differ and the ways to start afresh. Folders from before the record are read from what they hold
+(the dataset's env ids and kwargs, whether the checkpoint has a critic).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from trainer.compose import ConfigError, env_entries
+
+RUN_RECORD = "run.json"
+# Files a Hugging Face model directory has; a tokenizer needs one of these.
+MODEL_CONFIG = "config.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+# `org/name`: a Hugging Face Hub repo id, which verl downloads (only when it is not a local path).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def check_model_dir(model: str, key: str = "model") -> None:
+    """A model path must be a directory with a config and a tokenizer; raises ConfigError in one line."""
+    path = Path(model).expanduser()
+    if not path.exists():
+        if _HUB_ID.match(model) and not model.startswith((".", "~")):
+            return  # a Hub repo id: verl resolves it (no such local path exists to check)
+        raise ConfigError(f"{key}={model}: the path does not exist; give a Hugging Face model directory")
+    if not path.is_dir():
+        raise ConfigError(f"{key}={model}: not a directory; give a Hugging Face model directory")
+    if not (path / MODEL_CONFIG).exists():
+        hint = ""
+        if (path / "huggingface").is_dir() or any(path.glob("model_world_size_*_rank_*.pt")):
+            hint = " (a verl checkpoint: evaluate it with rollout.eval, which exports it)"
+        raise ConfigError(f"{key}={model}: no {MODEL_CONFIG}, so not a Hugging Face model directory{hint}")
+    if not any((path / name).exists() for name in TOKENIZER_FILES):
+        raise ConfigError(
+            f"{key}={model}: no tokenizer ({', '.join(TOKENIZER_FILES)}); copy the base model's tokenizer there"
+        )
+
+
+def _names(registry: dict) -> str:
+    return ", ".join(sorted(registry))
+
+
+def check_registry_values(cfg: DictConfig) -> None:
+    """Advantage estimator, policy loss and reward manager names exist in verl's registries.
+
+    Runs after ``turngym.import_modules`` are imported; turngym's own registrations come in through
+    the task runner module, which the trainer process imports as well.
+    """
+    import importlib
+
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY
+
+    import trainer.task_runner  # noqa: F401 - registers turngym's estimators, as in the trainer process
+
+    estimator = str(cfg.algorithm.adv_estimator)
+    if estimator not in ADV_ESTIMATOR_REGISTRY:
+        raise ConfigError(
+            f"algorithm.adv_estimator={estimator!r} is not registered in verl; registered: "
+            f"{_names(ADV_ESTIMATOR_REGISTRY)} (register yours with verl's register_adv_est in a module "
+            "listed in turngym.import_modules)"
+        )
+    loss = str(cfg.actor_rollout_ref.actor.policy_loss.loss_mode)
+    if loss not in POLICY_LOSS_REGISTRY:
+        raise ConfigError(
+            f"actor_rollout_ref.actor.policy_loss.loss_mode={loss!r} is not registered in verl; registered: "
+            f"{_names(POLICY_LOSS_REGISTRY)} (register yours with verl's register_policy_loss in a module "
+            "listed in turngym.import_modules)"
+        )
+    manager = cfg.reward.get("reward_manager") if cfg.get("reward") is not None else None
+    if manager is not None and manager.get("source", "register") == "register" and manager.get("name"):
+        importlib.import_module("verl.experimental.reward_loop.reward_manager")
+        from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
+
+        if str(manager.name) not in REWARD_MANAGER:
+            raise ConfigError(
+                f"reward.reward_manager.name={manager.name!r} is not registered in verl; registered: "
+                f"{_names(REWARD_MANAGER)}"
+            )
+    check_sampler(cfg)
+
+
+def check_sampler(cfg: DictConfig) -> None:
+    """verl v1's custom sampler ``trainer.v1.sampler.custom_sampler.{path,name}`` must import, if set."""
+    sampler = OmegaConf.select(cfg, "trainer.v1.sampler.custom_sampler", default=None)
+    if not sampler or not sampler.get("path"):
+        return
+    import importlib
+    import importlib.util
+
+    path, name = str(sampler.path), str(sampler.get("name") or "")
+    try:
+        if path.endswith(".py"):
+            spec = importlib.util.spec_from_file_location("custom_sampler", path)
+            if spec is None or not Path(path).exists():
+                raise ImportError(f"no file {path}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(path)
+    except Exception as exc:  # noqa: BLE001 - any failure to load is the user's to fix, in one line
+        raise ConfigError(
+            f"trainer.v1.sampler.custom_sampler.path={path!r} cannot be loaded: {exc}"
+        ) from None
+    if name and not hasattr(module, name):
+        raise ConfigError(f"trainer.v1.sampler.custom_sampler.name={name!r}: {path} has no such attribute")
+
+
+def _uses_critic(cfg: DictConfig) -> bool:
+    enable = cfg.critic.get("enable")
+    return bool(enable) if enable is not None else str(cfg.algorithm.adv_estimator) == "gae"
+
+
+def run_identity(cfg: DictConfig) -> dict[str, Any]:
+    """What makes two commands the same run: what its rows, checkpoints and model depend on."""
+    model = cfg.turngym.model
+    return {
+        "env": [
+            {
+                "id": e["id"],
+                "weight": e["weight"],
+                "kwargs": json.loads(json.dumps(e["kwargs"], sort_keys=True)),
+            }
+            for e in env_entries(cfg)
+        ],
+        "env.train_episodes": int(cfg.env.train_episodes),
+        "env.val_episodes": int(cfg.env.val_episodes),
+        "env.seed_base": int(cfg.env.seed_base),
+        "env.val_seed_base": int(cfg.env.val_seed_base),
+        "algorithm.adv_estimator": str(cfg.algorithm.adv_estimator),
+        "critic": _uses_critic(cfg),
+        "actor_rollout_ref.actor.policy_loss.loss_mode": str(
+            cfg.actor_rollout_ref.actor.policy_loss.loss_mode
+        ),
+        "model": str(Path(model).expanduser().resolve()) if model else "embedded",
+    }
+
+
+def _checkpoint_dir(cfg: DictConfig) -> Path | None:
+    ckpt = Path(str(cfg.trainer.default_local_dir)).expanduser()
+    try:
+        step = int((ckpt / "latest_checkpointed_iteration.txt").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return ckpt / f"global_step_{step}"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):  # env mixtures: ids with kwargs, weights left out unless they differ
+        return "[" + ", ".join(f"{e['id']}{e['kwargs'] or ''}" for e in value) + "]"
+    return str(value)
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return [
+        f"{key} {_shown(old[key])} -> {_shown(new.get(key))}"
+        for key in old
+        if key in new and old[key] != new[key]
+    ]
+
+
+def _recorded_from_folder(cfg: DictConfig, checkpoint: Path, new: dict[str, Any]) -> dict[str, Any]:
+    """For a folder without run.json: what it shows of its run (critic, dataset envs)."""
+    seen: dict[str, Any] = {}
+    if checkpoint.is_dir():
+        seen["critic"] = (checkpoint / "critic").is_dir()
+    train_file = Path(str(cfg.data.train_files)).expanduser()
+    if train_file.exists():
+        import pandas as pd
+
+        try:
+            info = pd.read_parquet(train_file, columns=["extra_info"])["extra_info"]
+            held = sorted({(i["env_id"], i["env_kwargs"]) for i in info})
+        except Exception:  # noqa: BLE001 - an unreadable old dataset is rewritten as before
+            return seen
+        wanted = sorted({(e["id"], json.dumps(e["kwargs"], sort_keys=True)) for e in new["env"]})
+        if held != wanted:
+            seen["env"] = [{"id": i, "weight": 1.0, "kwargs": json.loads(k)} for i, k in held]
+    return seen
+
+
+def check_run_folder(cfg: DictConfig) -> None:
+    """Refuse to resume a run folder that holds a run with other settings (see the module docstring)."""
+    if str(cfg.trainer.resume_mode) == "disable":
+        return
+    checkpoint = _checkpoint_dir(cfg)
+    if checkpoint is None:
+        return  # nothing to resume: the folder's datasets and record are rewritten for this run
+    new = run_identity(cfg)
+    record = Path(str(cfg.turngym.output_dir)).expanduser() / RUN_RECORD
+    try:
+        old = json.loads(record.read_text())
+    except (OSError, ValueError):
+        old = _recorded_from_folder(cfg, checkpoint, new)
+    differences = _differences(old, new)
+    if differences:
+        raise ConfigError(
+            f"{cfg.turngym.output_dir} holds a run with other settings ({'; '.join(differences)}); "
+            "resuming it would mix two runs: give a new turngym.output_dir=DIR, or "
+            "trainer.resume_mode=disable to train from scratch there"
+        )
+
+
+def write_run_record(cfg: DictConfig) -> Path:
+    """Record the run's identity in ``<output_dir>/run.json`` (the resolved config beside it)."""
+    out = Path(str(cfg.turngym.output_dir)).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    record = out / RUN_RECORD
+    record.write_text(json.dumps(run_identity(cfg), indent=1, sort_keys=True) + "\n")
+    try:
+        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    except Exception:  # noqa: BLE001 - a key only the workers can resolve; keep the interpolations
+        resolved = OmegaConf.to_yaml(cfg)
+    (out / "config.yaml").write_text(resolved)
+    return record
+
+
+def check_run(cfg: DictConfig) -> None:
+    """All checks before trainer.run writes anything; then the run record. Raises ConfigError."""
+    if cfg.turngym.model:
+        check_model_dir(str(cfg.turngym.model))
+    check_run_folder(cfg)
+    write_run_record(cfg)
