@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from trainer.compose import ConfigError, compose_config, env_entries
 from trainer.progress import ConsoleFilter
+from trainer.run_checks import check_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_PLUGIN_MODULE = "trainer.cpu"
@@ -267,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         cfg = compose_config(argv)
+        check_run(cfg)  # before anything is written: model path, the run folder's settings
     except ConfigError as exc:
         print(f"trainer.run: {exc}", file=sys.stderr)
         return 2
@@ -301,7 +303,7 @@ def train(cfg: DictConfig) -> None:
         # Running the same command again (e.g. `make train`) must not start Ray just to stop at once.
         print(
             f"[turngym] {cfg.turngym.output_dir} already holds a finished run "
-            f"({cfg.trainer.total_training_steps} steps). Raise trainer.total_training_steps to train on, "
+            f"({_checkpoint_step(cfg)} steps). Raise trainer.total_training_steps to train on, "
             "or set turngym.output_dir (or delete that directory) to start over."
         )
     else:
