@@ -20,6 +20,19 @@ from trainer.curriculum import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+# Small enough for CI on CPU (as tests/trainer/test_train_e2e.py).
+SMALL = [
+    "env.train_episodes=16",
+    "env.val_episodes=4",
+    "data.train_batch_size=4",
+    "actor_rollout_ref.rollout.n=2",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+    "data.max_response_length=128",
+    "turngym.warm_start.episodes=8",
+    "turngym.warm_start.epochs=1",
+    "turngym.warm_start.batch_size=4",
+    "trainer.logger=[console]",
+]
 
 
 def _curriculum(**overrides) -> Curriculum:
@@ -218,8 +231,13 @@ def test_short_training_run_logs_shares_and_resumes_the_curriculum(tmp_path):
         "trainer.run",
         "env=text-game",
         "turngym.curriculum.enable=true",
+        # From medium (20 % easy, 80 % medium) with a short window, so the shares mix and a level
+        # can move within a few steps.
+        "turngym.curriculum.start=medium",
+        "turngym.curriculum.window=4",
+        "turngym.curriculum.demote_at=0.5",
         f"turngym.output_dir={out}",
-        "trainer.logger=[console]",
+        *SMALL,
     ]
     proc = subprocess.run(
         [*base, "trainer.total_training_steps=2"], cwd=REPO, capture_output=True, text=True, timeout=1400
@@ -232,6 +250,7 @@ def test_short_training_run_logs_shares_and_resumes_the_curriculum(tmp_path):
         shares = [record[f"curriculum/share/{name}"] for name in LEVELS]
         assert sum(shares) == pytest.approx(1.0)
         assert record["curriculum/maze-v0/level"] in (0.0, 1.0, 2.0)
+    assert train[0]["curriculum/share/hard"] == 0.0  # step 1 draws from the medium weights
     saved = json.loads((out / "checkpoints" / "global_step_2" / STATE_FILE).read_text())
     assert set(saved["envs"]) == {"guess-number-v0", "maze-v0", "tic-tac-toe-v0", "wordle-v0"}
     assert (out / "data" / "curriculum_levels.parquet").exists()
