@@ -141,7 +141,7 @@ def test_fusion_sandbox_waits_out_a_full_queue(server):
 def test_disconnected_clients_cancel_their_runs(wide_server):
     before = wait_idle(wide_server)
     programs = ["while True: pass"] * 2 + ["import time; time.sleep(60)"] * 6
-    programs += ["import os, time\nfor _ in range(8): os.fork()\ntime.sleep(60)"] * 4
+    programs += ["import os, time\nfor _ in range(4): os.fork()\ntime.sleep(60)"] * 4
 
     async def leave_early(code: str) -> str:
         async with httpx.AsyncClient(timeout=httpx.Timeout(2.0)) as client:
