@@ -122,6 +122,24 @@ class TurnRewardOutput(AgentLoopOutput):
         return output
 
 
+def turn_anchors(traj: Any) -> list[str]:
+    """Per turn, a digest of every token before it (prompt + response so far): the state it acted in.
+
+    Within a GRPO group (same env and seed) equal digests mean equal histories, so the same state;
+    GiGPO-style estimators (trainer/turn_credit.py) group turns by it.
+    """
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr(list(traj.prompt_ids)).encode())
+    anchors, done = [], 0
+    for turn in traj.turns:
+        digest.update(repr(list(traj.response_ids[done : turn.start])).encode())
+        done = turn.start
+        anchors.append(digest.copy().hexdigest())
+    return anchors
+
+
 def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | None) -> AgentLoopOutput:
     """An AgentLoopOutput for verl; a failed episode becomes a masked-out placeholder flagged in extras."""
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -131,6 +149,7 @@ def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | Non
         {
             "turn_scores": list(traj.rewards),
             "turn_reward_positions": list(traj.reward_positions),
+            "turn_anchors": turn_anchors(traj),
             "turngym_failed": bool(traj.failed),
             "turngym_error": traj.error,
             "turngym_termination": traj.termination,
