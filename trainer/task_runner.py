@@ -34,6 +34,16 @@ class TurngymTrainer(CurriculumTrainerMixin, PPOTrainerSync):
         self.metrics_log = MetricsLog(config.turngym.metrics_file)
         self.success_threshold = float(config.turngym.success_threshold)
 
+    # verl's replay buffer checks every 2 s whether a step's rollouts are done (v1/replay_buffer.py
+    # ~144, ~409), so generation took a multiple of 2 s; a CPU rollout of a small batch takes ~1-2 s.
+    REPLAY_POLL_SECONDS = 0.2
+
+    def _build_replay_buffer(self):
+        buffer = super()._build_replay_buffer()
+        if getattr(buffer, "poll_interval", 0.0) > self.REPLAY_POLL_SECONDS:
+            buffer.poll_interval = self.REPLAY_POLL_SECONDS
+        return buffer
+
     def fit(self, agent_loop_manager) -> None:
         dropped = self.metrics_log.truncate_after(self.global_steps)
         if self.global_steps or dropped:
