@@ -1,9 +1,16 @@
-"""`python -m envs list | play ID | experts`: list envs, play one in the terminal, evaluate the experts."""
+"""`python -m envs list | play ID | experts`: list envs, play one in the terminal, evaluate the experts.
+
+`--import my_pkg.my_envs` (repeatable, any subcommand) imports a module first, e.g. one that calls
+`envs.register`, so its envs can be listed and played: `python -m envs play my-env-v0 --import my_pkg.my_envs`.
+The working directory is on the import path.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -35,11 +42,22 @@ def _show(text: str, **kwargs) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the envs command line."""
-    parser = argparse.ArgumentParser(prog="python -m envs", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m envs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    imports = argparse.ArgumentParser(add_help=False)
+    imports.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (e.g. one calling envs.register); repeatable",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    ls = sub.add_parser("list", help="list registered envs")
+    ls = sub.add_parser("list", help="list registered envs", parents=[imports])
     ls.add_argument("--category", help="only this category")
-    play = sub.add_parser("play", help="play an env in the terminal")
+    play = sub.add_parser("play", help="play an env in the terminal", parents=[imports])
     play.add_argument("id", help="env id, e.g. guess-number-v0")
     play.add_argument("--seed", type=int, default=None)
     play.add_argument("--expert", action="store_true", help="let the scripted expert play")
@@ -51,10 +69,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="env constructor option, e.g. -o difficulty=hard (values parsed as JSON when possible)",
     )
-    experts = sub.add_parser("experts", help="evaluate the scripted experts and print a summary table")
+    experts = sub.add_parser(
+        "experts", help="evaluate the scripted experts and print a summary table", parents=[imports]
+    )
     experts.add_argument("--category", default=None, help="only this category (default: all)")
     experts.add_argument("--episodes", type=int, default=20, help="seeds per env and difficulty")
     args = parser.parse_args(argv)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in args.imports:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            _show(f"error: --import {module}: {e}", file=sys.stderr)
+            return 2
     if args.command == "list":
         return _list(args.category)
     if args.command == "experts":

@@ -43,3 +43,14 @@ def test_yaml_tool_is_offered_and_runs_inside_an_env():
     messages, _, _, _, info = env.step({"role": "assistant", "content": "", "tool_calls": [call]})
     assert messages[0]["role"] == "tool" and messages[0]["content"] == "4"
     assert info["tool_errors"] == 0
+
+
+def test_a_custom_env_plays_from_the_command_line_with_import(capsys, monkeypatch):
+    from envs.__main__ import main
+
+    answers = iter(["23"])
+    monkeypatch.setattr("builtins.input", lambda _prompt="": next(answers))
+    assert main(["play", "countdown-v0", "--import", "examples.custom_env", "--seed", "1"]) == 0
+    assert "Episode over" in capsys.readouterr().out
+    assert main(["list", "--import", "no_such_module_xyz"]) == 2
+    assert "--import no_such_module_xyz" in capsys.readouterr().err
