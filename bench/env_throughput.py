@@ -1,11 +1,20 @@
 """Steps/s of guess-number (reset + expert steps) through envs.make, beside a bare-Python loop of the same game.
 
-Run: python bench/env_throughput.py [--episodes N]
+Rows, all measured in one run, interleaved (round-robin, best of `--rounds`):
+- bare python: one plain-Python game object, reset from one `random.Random` (the baseline);
+- bare python, new per episode: a new game object and `random.Random(seed)` each episode;
+- turngym env reused: one `envs.make` env (full wrapper stack), `reset()` per episode;
+- turngym make() per episode: `envs.make` + `reset(seed=episode)` per episode, as verl's agent loop does.
+Ratios are steps/s over the bare-python row.
+
+Run: python bench/env_throughput.py [--episodes N] [--rounds R] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import random
 import time
 
@@ -58,11 +67,25 @@ def bare_python(episodes: int) -> tuple[int, float]:
     return steps, time.perf_counter() - start
 
 
-def turngym_env(episodes: int) -> tuple[int, float]:
-    """reset + step with the scripted expert through the full wrapper stack of `envs.make`."""
+def bare_python_fresh(episodes: int) -> tuple[int, float]:
+    """A new plain-Python game and a new `random.Random(seed)` per episode."""
+    steps = 0
+    start = time.perf_counter()
+    for seed in range(episodes):
+        game = BareGuessNumber()
+        game.reset(random.Random(seed))
+        while True:
+            _, _, done = game.step(game.expert())
+            steps += 1
+            if done:
+                break
+    return steps, time.perf_counter() - start
+
+
+def turngym_reused(episodes: int) -> tuple[int, float]:
+    """reset + step with the scripted expert through the full wrapper stack of one `envs.make` env."""
     env = envs.make("guess-number-v0")
     env.reset(seed=0)
-    env.step("50")  # warm-up: the first step builds the game's action tool (imports pydantic)
     expert = env.unwrapped.expert_action
     steps = 0
     start = time.perf_counter()
@@ -76,20 +99,68 @@ def turngym_env(episodes: int) -> tuple[int, float]:
     return steps, time.perf_counter() - start
 
 
+def turngym_make_per_episode(episodes: int) -> tuple[int, float]:
+    """`envs.make` + `reset(seed=episode)` every episode, then the expert's steps."""
+    steps = 0
+    start = time.perf_counter()
+    for seed in range(episodes):
+        env = envs.make("guess-number-v0")
+        env.reset(seed=seed)
+        expert = env.unwrapped.expert_action
+        while True:
+            _, _, terminated, truncated, _ = env.step(expert())
+            steps += 1
+            if terminated or truncated:
+                break
+    return steps, time.perf_counter() - start
+
+
+ROWS = [
+    ("bare python", bare_python),
+    ("bare python, new per episode", bare_python_fresh),
+    ("turngym env reused", turngym_reused),
+    ("turngym make() per episode", turngym_make_per_episode),
+]
+GOALS = {"turngym env reused": 0.7, "turngym make() per episode": 0.5}
+
+
+def profile(episodes: int, top: int) -> None:
+    """cProfile top entries (by own time) of both turngym rows."""
+    for name, fn in ROWS[2:]:
+        fn(min(episodes, 200))  # warm-up: imports and first-use caches are not what is measured
+        profiler = cProfile.Profile()
+        profiler.enable()
+        fn(episodes)
+        profiler.disable()
+        print(f"\n===== {name}: top {top} by own time =====")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+
+
 def main() -> None:
-    """Print steps/s of both loops and their ratio (best of 3 runs each)."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=20_000)
+    """Print steps/s of every row and their ratios to bare python (best of `--rounds`, interleaved)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--episodes", type=int, default=5_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="print cProfile top entries instead")
+    parser.add_argument("--top", type=int, default=20, help="entries shown by --profile")
     args = parser.parse_args()
-    rates = {}
-    for name, fn in [("bare python", bare_python), ("turngym env", turngym_env)]:
-        best = 0.0
-        for _ in range(3):
+    if args.profile:
+        profile(args.episodes, args.top)
+        return
+    for _, fn in ROWS:
+        fn(50)  # warm-up
+    best = {name: 0.0 for name, _ in ROWS}
+    # Round-robin, so load from other processes on a shared machine hits every row alike.
+    for _ in range(args.rounds):
+        for name, fn in ROWS:
             steps, seconds = fn(args.episodes)
-            best = max(best, steps / seconds)
-        rates[name] = best
-        print(f"{name:<12} {best:>12,.0f} steps/s")
-    print(f"ratio turngym/bare: {rates['turngym env'] / rates['bare python']:.3f} (goal >= 0.6)")
+            best[name] = max(best[name], steps / seconds)
+    base = best["bare python"]
+    for name, _ in ROWS:
+        goal = f"   (goal >= {GOALS[name]})" if name in GOALS else ""
+        print(f"{name:<30} {best[name]:>12,.0f} steps/s   ratio {best[name] / base:.3f}{goal}")
 
 
 if __name__ == "__main__":

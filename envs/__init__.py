@@ -5,8 +5,10 @@ messages, info = env.reset(seed=0)
 messages, reward, terminated, truncated, info = env.step("50")
 """
 
+from typing import Any
+
 from envs import builtin_envs as _builtin_envs  # noqa: F401  (registers the built-in ids)
-from envs.assistant_turn import AssistantTurn, ToolCallRequest
+from envs.assistant_turn import AssistantTurn
 from envs.errors import InvalidAction, UnknownEnvError
 from envs.registration import EnvSpec, list_envs, make, register, spec
 from envs.spaces import AssistantAction, ChatMessages
@@ -28,3 +30,13 @@ __all__ = [
     "register",
     "spec",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `ToolCallRequest` is `tools.calls.ToolCall` (one tool-call concept); resolved on use so that
+    # `import envs` does not import `tools` and pydantic.
+    if name == "ToolCallRequest":
+        from tools.calls.call import ToolCall
+
+        return ToolCall
+    raise AttributeError(f"module 'envs' has no attribute {name!r}")

@@ -4,83 +4,92 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envs.errors import InvalidAction
+
+if TYPE_CHECKING:
+    from tools.calls.call import ToolCall
 
 # C0 control characters except tab, newline and carriage return: models emit them by accident and
 # terminals choke on them, so they are dropped before an action is interpreted.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-@dataclass(slots=True)
-class ToolCallRequest:
-    """One tool call as the env sees it; `arguments` is a dict or the raw JSON string."""
+def __getattr__(name: str) -> Any:
+    # `ToolCallRequest` was a copy of `tools.calls.ToolCall`; the name stays as an alias, loaded lazily
+    # so `import envs` does not import `tools` (and pydantic) before a tool call is seen.
+    if name == "ToolCallRequest":
+        from tools.calls.call import ToolCall
 
-    id: str
-    name: str
-    arguments: dict | str
+        return ToolCall
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(slots=True)
 class AssistantTurn:
-    """The assistant's text plus its tool calls (and why any call could not be read)."""
+    """The assistant's text plus its tool calls (`tools.calls.ToolCall`) and why any call could not be read."""
 
     content: str
-    tool_calls: tuple[ToolCallRequest, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
     call_errors: tuple[str, ...] = ()
 
     def as_message(self) -> dict:
-        """The OpenAI-style assistant message for this turn."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {
-                        "name": c.name,
-                        "arguments": c.arguments if isinstance(c.arguments, str) else _dumps(c.arguments),
-                    },
-                }
-                for c in self.tool_calls
-            ]
-        return message
+        """The assistant message for this turn, tool calls as `ToolCall.to_openai()` writes them."""
+        if not self.tool_calls:
+            return {"role": "assistant", "content": self.content}
+        return {
+            "role": "assistant",
+            "content": self.content,
+            "tool_calls": [c.to_openai() for c in self.tool_calls],
+        }
 
 
-def _dumps(value: Any) -> str:
-    # Arguments are depth-checked when read, but a turn can be built by hand: this must never raise.
-    try:
-        return json.dumps(value)
-    except RecursionError:
-        return '"[arguments nested too deeply to show]"'
-    except (TypeError, ValueError) as e:
-        return json.dumps(f"[arguments that are not JSON: {e}]")
+def read_action(
+    action: Any,
+    *,
+    max_chars: int,
+    tool_call_format: str | None = "hermes",
+    has_tools: Callable[[], bool] | None = None,
+) -> AssistantTurn:
+    """Turn an action (text or assistant message dict) into an AssistantTurn, or raise InvalidAction.
 
-
-def read_action(action: Any, *, max_chars: int, tool_call_format: str | None = "hermes") -> AssistantTurn:
-    """Turn an action (text or assistant message dict) into an AssistantTurn, or raise InvalidAction."""
+    Calls written in the text are read in `tool_call_format` when the text holds that format's marker
+    and `has_tools()` (asked only then, so plain replies never build an env's tools) is true.
+    """
     if isinstance(action, str):
-        return _read_text(action, max_chars=max_chars, tool_call_format=tool_call_format)
+        if (
+            len(action) <= max_chars
+            and action.isprintable()
+            and not (tool_call_format and _may_hold_tool_calls(action, tool_call_format))
+        ):
+            return AssistantTurn(action)  # the usual plain reply: nothing to drop, cut or parse
+        return _read_text(action, max_chars, tool_call_format, has_tools)
     if isinstance(action, dict):
-        return _read_message(action, max_chars=max_chars, tool_call_format=tool_call_format)
+        return _read_message(action, max_chars, tool_call_format, has_tools)
     raise InvalidAction(
         f"an action must be the assistant's text or an assistant message dict, got {type(action).__name__}"
     )
 
 
-def _read_text(text: str, *, max_chars: int, tool_call_format: str | None) -> AssistantTurn:
+def _read_text(
+    text: str, max_chars: int, tool_call_format: str | None, has_tools: Callable[[], bool] | None
+) -> AssistantTurn:
     if len(text) > max_chars:
         raise InvalidAction(f"the reply is {len(text)} characters long; the limit is {max_chars}")
     if not text.isprintable():  # isprintable() is a fast pre-check; most replies have nothing to drop
         text = _CONTROL_CHARS.sub("", text)
-    if tool_call_format and _may_hold_tool_calls(text, tool_call_format):
+    if (
+        tool_call_format
+        and _may_hold_tool_calls(text, tool_call_format)
+        and (has_tools is None or has_tools())
+    ):
         from tools.calls import parse_tool_calls
 
         parsed = parse_tool_calls(text, tool_call_format)
-        calls = tuple(ToolCallRequest(c.id, c.name, c.arguments) for c in parsed.tool_calls)
-        return AssistantTurn(parsed.content, calls, tuple(parsed.errors))
+        return AssistantTurn(parsed.content, tuple(parsed.tool_calls), tuple(parsed.errors))
     return AssistantTurn(text)
 
 
@@ -93,7 +102,9 @@ def _may_hold_tool_calls(text: str, tool_call_format: str) -> bool:
     return "{" in text or "<|python_tag|>" in text
 
 
-def _read_message(message: dict, *, max_chars: int, tool_call_format: str | None) -> AssistantTurn:
+def _read_message(
+    message: dict, max_chars: int, tool_call_format: str | None, has_tools: Callable[[], bool] | None
+) -> AssistantTurn:
     role = message.get("role", "assistant")
     if role != "assistant":
         raise InvalidAction(f"an action message must have role 'assistant', got {_short_repr(role)}")
@@ -102,12 +113,12 @@ def _read_message(message: dict, *, max_chars: int, tool_call_format: str | None
         raise InvalidAction(f"message content must be a string, got {type(content).__name__}")
     raw_calls = message.get("tool_calls") or []
     if not raw_calls:
-        return _read_text(content, max_chars=max_chars, tool_call_format=tool_call_format)
+        return _read_text(content, max_chars, tool_call_format, has_tools)
     if len(content) > max_chars:
         raise InvalidAction(f"the reply is {len(content)} characters long; the limit is {max_chars}")
     if not isinstance(raw_calls, list):
         raise InvalidAction(f"tool_calls must be a list, got {type(raw_calls).__name__}")
-    calls: list[ToolCallRequest] = []
+    calls: list[ToolCall] = []
     errors: list[str] = []
     # The whole turn (text plus every call's name and arguments) shares the reply's size limit, as the
     # same turn written as text would; the running total stops a million-call list early.
@@ -129,8 +140,9 @@ def _read_message(message: dict, *, max_chars: int, tool_call_format: str | None
     return AssistantTurn(_CONTROL_CHARS.sub("", content), tuple(calls), tuple(errors))
 
 
-def _read_call(raw: Any, index: int) -> tuple[ToolCallRequest, int]:
+def _read_call(raw: Any, index: int) -> tuple[ToolCall, int]:
     from tools.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, depth_exceeds
+    from tools.calls.call import ToolCall
 
     if not isinstance(raw, dict):
         raise InvalidAction(f"tool call {index} must be an object, got {type(raw).__name__}")
@@ -162,7 +174,7 @@ def _read_call(raw: Any, index: int) -> tuple[ToolCallRequest, int]:
         call_id = str(call_id)
     if not isinstance(call_id, str) or not call_id or len(call_id) > 256:
         call_id = f"call_{index}"
-    request = ToolCallRequest(call_id, name, arguments)
+    request = ToolCall(call_id, name, arguments)
     return request, len(name) + len(request.id) + _argument_chars(arguments, index, name)
 
 

@@ -11,15 +11,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import gymnasium as gym
 
-from envs.assistant_turn import AssistantTurn, ToolCallRequest, read_action
+from envs.assistant_turn import AssistantTurn, read_action
 from envs.errors import InvalidAction, InvalidOptions, ResetNeeded
 from envs.messages import Message, tool_result, user
 from envs.run_sync import run_sync
+from envs.seeding import np_random
 from envs.spaces import AssistantAction, ChatMessages
 from envs.step_result import StepResult
 
 if TYPE_CHECKING:
     from tools import Tool, ToolResult
+    from tools.calls import ToolCall
 
 T = TypeVar("T")
 
@@ -45,7 +47,8 @@ class TextEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
-    #: How tool calls written in the reply text are recognised (see `tools.calls`).
+    #: How tool calls written in the reply text are recognised (see `tools.calls`). The rollout sets it
+    #: per episode to the format its chat template writes (`set_tool_call_format`).
     tool_call_format: str | None = "hermes"
     #: What the agent is told about the expected reply when its reply cannot be used.
     action_help: str = ""
@@ -134,9 +137,7 @@ class TextEnv(gym.Env):
         """Tools this env provides itself (e.g. a game's `guess` tool)."""
         return []
 
-    def _after_tool_call(
-        self, call: ToolCallRequest, result: ToolResult, turn_info: dict
-    ) -> StepResult | None:
+    def _after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
         """Hook after each tool call; return a StepResult to end or redirect the turn (e.g. `submit`)."""
         return None
 
@@ -147,7 +148,11 @@ class TextEnv(gym.Env):
     # ----- tools ---------------------------------------------------------------------------------
     @property
     def tools(self) -> list[Tool]:
-        """All tools the agent may call in this env: its own, then the extra ones it was given."""
+        """All tools the agent may call in this env: its own, then the extra ones it was given.
+
+        Built on first use: a plain-text reply never needs them, and building a game's action tool on
+        every `make` cost most of a short episode.
+        """
         if self._tool_prototypes is None:
             prototypes = [*self.own_tools(), *self._extra_tools]
             names = [t.name for t in prototypes]
@@ -166,7 +171,9 @@ class TextEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode; the same seed and options give the same episode."""
         checked = self.check_reset_options(options)
-        super().reset(seed=seed)
+        if seed is not None:
+            # gym.Env.reset(seed) builds the same generator, slower (see envs.seeding).
+            self._np_random, self._np_random_seed = np_random(seed)
         self._release_episode_tools()
         self.turn = 0
         self.total_reward = 0.0
@@ -206,14 +213,21 @@ class TextEnv(gym.Env):
 
     def step(self, action: Any):
         """Play one assistant turn; returns (messages, reward, terminated, truncated, info)."""
-        self._require_reset()
+        if not self._has_reset:
+            self._require_reset()
         if self.episode_over:
             return self._refuse_after_end()
-        turn, problem = self._read(action)
-        if turn is not None and (turn.tool_calls or turn.call_errors):
-            return run_detached(self.astep(action))
-        if problem is not None:
-            return self._finish(action, None, self._format_error(problem))
+        try:  # `_read`, inlined: this is the hot path of every env
+            turn = read_action(
+                action,
+                max_chars=self.max_action_chars,
+                tool_call_format=self.tool_call_format,
+                has_tools=self._has_tools,
+            )
+        except InvalidAction as e:
+            return self._finish(action, None, self._format_error(str(e)))
+        if turn.tool_calls or turn.call_errors:
+            return self._finish(action, turn, run_detached(self._run_tool_calls(turn)))
         return self._finish(action, turn, self._respond(turn))
 
     async def astep(self, action: Any):
@@ -229,6 +243,14 @@ class TextEnv(gym.Env):
         else:
             result = await self._arespond(turn)
         return self._finish(action, turn, result)
+
+    def set_tool_call_format(self, tool_call_format: str | None) -> None:
+        """Read tool calls written in reply text in this format (None: text is never read as calls)."""
+        if tool_call_format is not None:
+            from tools.calls import get_format
+
+            get_format(tool_call_format)  # unknown names raise here, naming the known ones
+        self.tool_call_format = tool_call_format
 
     def mark_episode_over(self, *, terminated: bool, truncated: bool) -> None:
         """Record that the episode ended outside the env (e.g. a wrapper truncated it): `step` refuses now."""
@@ -255,10 +277,14 @@ class TextEnv(gym.Env):
             return read_action(
                 action,
                 max_chars=self.max_action_chars,
-                tool_call_format=self.tool_call_format if self.tools else None,
+                tool_call_format=self.tool_call_format,
+                has_tools=self._has_tools,
             ), None
         except InvalidAction as e:
             return None, str(e)
+
+    def _has_tools(self) -> bool:
+        return bool(self.tools)
 
     def _format_error(self, problem: str) -> StepResult:
         help_text = f" {self.action_help}" if self.action_help else ""
@@ -276,17 +302,27 @@ class TextEnv(gym.Env):
         return refusal_after_end(terminated, truncated, self.turn)
 
     def _finish(self, action: Any, turn: AssistantTurn | None, result: StepResult):
-        self.turn += 1
-        self.transcript.append(turn.as_message() if turn is not None else _placeholder(action))
-        self.transcript.extend(result.messages)
-        self.total_reward += result.reward
-        if result.terminated or result.truncated:
+        self.turn = turn_number = self.turn + 1
+        transcript = self.transcript
+        if turn is None:
+            transcript.append(_placeholder(action))
+        elif turn.tool_calls:
+            transcript.append(turn.as_message())
+        else:  # the common case, without the method call
+            transcript.append({"role": "assistant", "content": turn.content})
+        messages = result.messages
+        transcript += messages
+        reward = float(result.reward)
+        self.total_reward += reward
+        terminated, truncated = result.terminated, result.truncated
+        if terminated or truncated:
             self.episode_over = True
-            self._ended_as = (bool(result.terminated), bool(result.truncated))
+            self._ended_as = (bool(terminated), bool(truncated))
         info = result.info
-        info.setdefault("format_error", None)
-        info["turn"] = self.turn
-        return result.messages, float(result.reward), result.terminated, result.truncated, info
+        if "format_error" not in info:
+            info["format_error"] = None
+        info["turn"] = turn_number
+        return messages, reward, terminated, truncated, info
 
     async def _run_tool_calls(self, turn: AssistantTurn) -> StepResult:
         import asyncio
@@ -608,6 +644,14 @@ def render_transcript(messages: list[Message]) -> str:
         body = m.get("content") or ""
         for call in m.get("tool_calls") or ():
             fn = call.get("function", {})
-            body += f"\n→ {fn.get('name')}({fn.get('arguments')})"
+            body += f"\n→ {fn.get('name')}({_arguments_text(fn.get('arguments'))})"
         blocks.append(f"[{head}]\n{body}")
     return "\n\n".join(blocks)
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None or isinstance(arguments, str):
+        return arguments or ""
+    from tools.calls.jsonscan import dump  # never raises, even on hand-built deep or odd values
+
+    return dump(arguments)

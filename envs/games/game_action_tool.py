@@ -9,15 +9,37 @@ from pydantic import BaseModel
 from envs.errors import InvalidAction
 from tools import Tool, ToolResult
 
+# Per game class: `action_args_model()` defines a pydantic class, which costs ~1 ms each time.
+_ARGS_MODELS: dict[type, type[BaseModel]] = {}
+_TOOLS: dict[type, GameActionTool] = {}
+
+
+def _args_model(game_class: type) -> type[BaseModel]:
+    model = _ARGS_MODELS.get(game_class)
+    if model is None:
+        model = _ARGS_MODELS[game_class] = game_class.action_args_model()
+    return model
+
 
 class GameActionTool(Tool):
-    """Calls `play` on the env given in the call context; the feedback becomes the tool result."""
+    """Calls `play` on the env given in the call context; the feedback becomes the tool result.
+
+    Stateless (the game state lives in the calling env), so `for_game` shares one per game class.
+    """
 
     def __init__(self, game_class: Any):
         self.name = game_class.action_tool_name
         self.description = game_class.action_tool_description
-        self.args_model = game_class.action_args_model()
+        self.args_model = _args_model(game_class)
         super().__init__()
+
+    @classmethod
+    def for_game(cls, game_class: Any) -> GameActionTool:
+        """The action tool of `game_class`, built once per class."""
+        tool = _TOOLS.get(game_class)
+        if tool is None:
+            tool = _TOOLS[game_class] = cls(game_class)
+        return tool
 
     async def run(self, args: BaseModel, context: dict | None) -> ToolResult:
         """Make the move in the calling env."""

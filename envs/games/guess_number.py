@@ -55,6 +55,13 @@ class GuessNumberEnv(TextGame[int]):
         stripped = text.strip()
         if not stripped:
             raise InvalidAction("the reply is empty")
+        if stripped.isascii() and stripped.isdigit():
+            # The usual reply, read as the general path below reads it: one run of ASCII digits is the
+            # one match of _NUMBER, with the same length and range checks.
+            digits = stripped.lstrip("0") or "0"
+            if len(digits) > len(str(self.high)):
+                raise InvalidAction(f"{stripped[:20]}... is outside {self.low}..{self.high}")
+            return self._in_range(int(digits))
         # isdigit() admits superscripts and other digits int() rejects; only ASCII digits are a guess.
         if non_ascii_digits(stripped):
             raise InvalidAction("write the number with the digits 0-9")

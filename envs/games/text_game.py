@@ -39,6 +39,8 @@ def one_move(found: Sequence[tuple[str, M]], *, what: str, missing: str) -> M:
 
 def non_ascii_digits(text: str) -> bool:
     """Whether `text` writes a digit other than 0-9 (Arabic-Indic, fullwidth, superscript...)."""
+    if text.isascii():  # most replies: no per-character scan
+        return False
     return any(not c.isascii() and (c.isdigit() or c.isnumeric()) for c in text)
 
 
@@ -109,4 +111,4 @@ class TextGame(TextEnv, Generic[A]):
         """The game's action tool, so a model can move by tool call as well as by text."""
         from envs.games.game_action_tool import GameActionTool
 
-        return [GameActionTool(type(self))]
+        return [GameActionTool.for_game(type(self))]

@@ -28,7 +28,14 @@ class TextWrapper(gym.Wrapper):
         """Step the wrapped env, then let the wrapper adjust the result."""
         if self._ended is not None:
             return self._refusal()
-        return self._after_step(self.env.step(action))
+        # `_after_step`, inlined: every wrapper adds this to every step.
+        result = self.env.step(action)
+        if result[4].get("episode_ended"):
+            return result
+        result = self.on_step(*result)
+        if result[2] or result[3]:
+            self._record_end(result[2], result[3])
+        return result
 
     async def astep(self, action: Any):
         """Async step of the wrapped env, adjusted by the same hook as `step`."""
@@ -47,14 +54,17 @@ class TextWrapper(gym.Wrapper):
     def _after_step(self, result: tuple):
         if result[4].get("episode_ended"):
             return result
-        messages, reward, terminated, truncated, info = self.on_step(*result)
-        if terminated or truncated:
-            self._ended = (bool(terminated), bool(truncated))
-            # The env itself learns the episode is over, so stepping `env.unwrapped` refuses too.
-            mark = getattr(self.unwrapped, "mark_episode_over", None)
-            if mark is not None:
-                mark(terminated=bool(terminated), truncated=bool(truncated))
-        return messages, reward, terminated, truncated, info
+        result = self.on_step(*result)
+        if result[2] or result[3]:
+            self._record_end(result[2], result[3])
+        return result
+
+    def _record_end(self, terminated: bool, truncated: bool) -> None:
+        self._ended = (bool(terminated), bool(truncated))
+        # The env itself learns the episode is over, so stepping `env.unwrapped` refuses too.
+        mark = getattr(self.unwrapped, "mark_episode_over", None)
+        if mark is not None:
+            mark(terminated=bool(terminated), truncated=bool(truncated))
 
     def _refusal(self):
         from envs.text_env import refusal_after_end
