@@ -23,6 +23,9 @@ AGENT_NAME = "turngym"
 # Optional per-row column: the difficulty to play this row at, overriding env_kwargs' (set by the
 # trainer's curriculum; rows without it play as the dataset says).
 DIFFICULTY_KEY = "turngym_difficulty"
+# Optional per-row column: the sampling temperature for this row (0 = greedy), overriding the batch's;
+# validation rows carry it so one pass measures greedy and sampled play (trainer/datasets.py).
+TEMPERATURE_KEY = "turngym_temperature"
 
 
 def episode_spec(kwargs: dict[str, Any]) -> tuple[str, int | None, dict[str, Any]]:
@@ -51,11 +54,13 @@ class TurnGymAgentLoop(AgentLoopBase):
         rc = self.rollout_config
         multi_turn = rc.get("multi_turn", {}) or {}
         max_turns = multi_turn.get("max_assistant_turns") or 64
+        # verl has no per-turn token cap; without one a reply that never ends eats the whole budget.
+        per_turn = (self.config.get("turngym") or {}).get("max_tokens_per_turn")
         self.episode_config = EpisodeConfig(
             max_turns=int(max_turns),
             max_prompt_tokens=int(rc.prompt_length),
             max_response_tokens=int(rc.response_length),
-            max_new_tokens=None,
+            max_new_tokens=int(per_turn) if per_turn else None,
             chat_template_kwargs=dict(self.apply_chat_template_kwargs or {}),
             tool_call_format=multi_turn.get("format")
             if multi_turn.get("format") not in (None, "hermes")
@@ -69,6 +74,9 @@ class TurnGymAgentLoop(AgentLoopBase):
         env_id, seed, env_kwargs = episode_spec(kwargs)
         if kwargs.get(DIFFICULTY_KEY):
             env_kwargs["difficulty"] = str(kwargs[DIFFICULTY_KEY])
+        temperature = kwargs.get(TEMPERATURE_KEY)
+        if temperature is not None and temperature == temperature:  # parquet fills absent values with NaN
+            sampling_params = {**sampling_params, "temperature": float(temperature)}
         env = None
         try:
             env = envs.make(env_id, **env_kwargs)

@@ -8,6 +8,10 @@ Row layout (read by the turngym agent loop, see docs/rollout.md):
     reward_model  {"style": "env", "ground_truth": ""}  (rewards come from the env, not a reward fn)
     extra_info    {"env_id", "seed", "env_kwargs", "index", "split"}; env_kwargs is a JSON object string
     agent_name    "turngym"
+
+With ``val_greedy`` every validation seed is written twice: as above (played with verl's
+``val_kwargs``) and a copy with ``turngym_temperature: 0.0`` (greedy, read by the agent loop) whose
+``data_source`` is ``<env id>@greedy``, so one validation reports both.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from typing import Any
 import numpy as np
 
 AGENT_NAME = "turngym"
+# Column the agent loop reads as a per-row sampling temperature (rollout/agent_loop.py TEMPERATURE_KEY).
+TEMPERATURE_COLUMN = "turngym_temperature"
+GREEDY_SUFFIX = "@greedy"
 
 
 def assign_envs(entries: list[dict], n: int, seed: int) -> list[dict]:
@@ -72,6 +79,14 @@ def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> lis
     return rows
 
 
+def with_greedy_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` (sampled with verl's val_kwargs) followed by greedy copies under `<env id>@greedy`."""
+    greedy = [
+        {**row, "data_source": row["data_source"] + GREEDY_SUFFIX, TEMPERATURE_COLUMN: 0.0} for row in rows
+    ]
+    return [{**row, TEMPERATURE_COLUMN: None} for row in rows] + greedy
+
+
 def write_datasets(
     entries: list[dict],
     train_path: str | Path,
@@ -80,6 +95,7 @@ def write_datasets(
     val_episodes: int,
     seed_base: int = 0,
     val_seed_base: int = 1_000_000,
+    val_greedy: bool = False,
 ) -> tuple[Path, Path]:
     """Write train and validation parquet files; their seed ranges must not overlap."""
     import pandas as pd
@@ -99,6 +115,9 @@ def write_datasets(
     ):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(episode_rows(entries, n, base, split)).to_parquet(path)
+        rows = episode_rows(entries, n, base, split)
+        if split == "val" and val_greedy:
+            rows = with_greedy_copies(rows)
+        pd.DataFrame(rows).to_parquet(path)
         out.append(path)
     return out[0], out[1]

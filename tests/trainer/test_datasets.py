@@ -46,3 +46,17 @@ def test_weights_are_respected_and_reproducible():
 def test_overlapping_seed_ranges_are_refused(tmp_path):
     with pytest.raises(ValueError, match="overlap"):
         write_datasets(MIX, tmp_path / "t.parquet", tmp_path / "v.parquet", 100, 10, 0, 50)
+
+
+def test_greedy_copies_of_validation_seeds(tmp_path):
+    _, val = write_datasets(
+        MIX, tmp_path / "t.parquet", tmp_path / "v.parquet", 8, 4, 0, 1000, val_greedy=True
+    )
+    va = pd.read_parquet(val)
+    assert len(va) == 8
+    sampled, greedy = va.iloc[:4], va.iloc[4:]
+    assert sampled["turngym_temperature"].isna().all() and (greedy["turngym_temperature"] == 0.0).all()
+    assert list(greedy["data_source"]) == [s + "@greedy" for s in sampled["data_source"]]
+    assert [r["seed"] for r in greedy["extra_info"]] == [r["seed"] for r in sampled["extra_info"]]
+    _, plain = write_datasets(MIX, tmp_path / "t2.parquet", tmp_path / "v2.parquet", 8, 4, 0, 1000)
+    assert "turngym_temperature" not in pd.read_parquet(plain).columns
