@@ -109,6 +109,7 @@ def prepare(cfg: DictConfig) -> DictConfig:
         int(cfg.env.val_episodes),
         seed_base=int(cfg.env.seed_base),
         val_seed_base=int(cfg.env.val_seed_base),
+        val_greedy=bool(cfg.turngym.get("val_greedy", False)),
     )
     budget = cfg.data.max_prompt_length
     longest = check_prompt_budget(
