@@ -149,6 +149,7 @@ class Curriculum:
             if len(state.outcomes) < self.config.window:
                 continue
             rate = sum(state.outcomes) / len(state.outcomes)
+            before = LEVELS[state.level]
             if rate >= self.config.promote_at and state.level < len(LEVELS) - 1:
                 state.level += 1
                 state.promotions += 1
@@ -157,7 +158,7 @@ class Curriculum:
                 state.demotions += 1
             else:
                 continue
-            moves.append(f"{env_id} {LEVELS[state.level]} (frontier success {rate:.2f})")
+            moves.append(f"{env_id} {before} -> {LEVELS[state.level]} (frontier success {rate:.2f})")
             state.outcomes.clear()
         return moves
 

@@ -55,7 +55,7 @@ def test_promotion_needs_a_full_window_at_the_frontier():
     assert _feed(cur, "maze-v0", "medium", [True] * 10) == []
     assert _level(cur, "maze-v0") == "easy"
     moves = _feed(cur, "maze-v0", "easy", [True])
-    assert moves == ["maze-v0 medium (frontier success 1.00)"]
+    assert moves == ["maze-v0 easy -> medium (frontier success 1.00)"]
     assert _level(cur, "maze-v0") == "medium"
     assert cur.envs["maze-v0"].outcomes == []  # the new level is judged on its own episodes
     assert _level(cur, "wordle-v0") == "easy"  # per env
@@ -75,7 +75,7 @@ def test_demotion_when_success_falls_and_not_below_easy():
     cur = _curriculum()
     _feed(cur, "maze-v0", "easy", [True] * 4)
     assert _feed(cur, "maze-v0", "medium", [False, False, False, False]) == [
-        "maze-v0 easy (frontier success 0.00)"
+        "maze-v0 medium -> easy (frontier success 0.00)"
     ]
     assert _level(cur, "maze-v0") == "easy"
     assert cur.envs["maze-v0"].demotions == 1
