@@ -25,11 +25,12 @@ module imports this one; importing it twice is harmless (the registry accepts th
 from __future__ import annotations
 
 from collections import defaultdict
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 import torch
-from verl.trainer.ppo.core_algos import register_adv_est
+from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
 
 TURN_GRPO = "turn_grpo"
 EPSILON = 1e-6  # as verl's GRPO: a group whose returns are all equal gets advantage 0, not NaN
@@ -137,3 +138,117 @@ def compute_turn_grpo_advantage(
                 token_returns[i, generated] = returns[i][turn_of_token]
                 advantages[i, generated] = (returns[i][turn_of_token] - mean) / scale
     return advantages, token_returns
+
+
+TURN_GIGPO = "turn_gigpo"
+
+# Per-row turn anchors for the advantage call under way, set by `TurnAnchorsTrainerMixin`: verl's
+# `compute_advantage` passes registered estimators no non-tensor columns (ray_trainer.py ~250).
+_TURN_ANCHORS: ContextVar[list[list[str]] | None] = ContextVar("turngym_turn_anchors", default=None)
+
+
+def step_groups(
+    index: np.ndarray, anchors: list[list[str]], turn_counts: list[int]
+) -> dict[Any, list[tuple[int, int]]]:
+    """(row, turn) pairs grouped by GRPO group and identical anchor state (GiGPO's step groups)."""
+    groups: dict[Any, list[tuple[int, int]]] = defaultdict(list)
+    for i, count in enumerate(turn_counts):
+        row_anchors = anchors[i] if i < len(anchors) else []
+        for k in range(count):
+            # A turn without an anchor (older rollout, cut record) only groups with itself.
+            key = (
+                row_anchors[k]
+                if k < len(row_anchors) and row_anchors[k] is not None
+                else ("unanchored", i, k)
+            )
+            groups[(index[i], key)].append((i, k))
+    return groups
+
+
+@register_adv_est(TURN_GIGPO)
+def compute_turn_gigpo_advantage(
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: np.ndarray | None = None,
+    config: Any = None,
+    turn_anchors: list[list[str]] | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """GiGPO over turns: GRPO's episode advantage on every token plus ``step_weight`` times a step
+    advantage, each turn's discounted return minus the mean over the group's turns with the same anchor.
+
+    `turn_anchors[i][k]` names the state turn k of row i acted in (the rollout's hash of the token
+    prefix); taken from `TurnAnchorsTrainerMixin` when not given. Settings: ``config.gamma``,
+    ``config.norm_adv_by_std_in_grpo`` (episode part), ``config.turn_credit.step_weight`` (1.0) and
+    ``config.turn_credit.step_norm`` (``mean`` as GiGPO's default ``mean_norm``, or ``mean_std``).
+    """
+    anchors = turn_anchors if turn_anchors is not None else _TURN_ANCHORS.get()
+    bs = token_level_rewards.shape[0]
+    if anchors is None or len(anchors) != bs:
+        raise ValueError(
+            f"{TURN_GIGPO} needs the rollout's turn anchors for all {bs} rows (got "
+            f"{'none' if anchors is None else len(anchors)}); the trainer must be turngym's TurngymTrainer"
+        )
+    gamma = float(_setting(config, "gamma", 1.0))
+    norm = bool(_setting(config, "norm_adv_by_std_in_grpo", True))
+    extra = _setting(config, "turn_credit", {}) or {}
+    step_weight = float(_setting(extra, "step_weight", 1.0))
+    step_norm = str(_setting(extra, "step_norm", "mean"))
+    if step_norm not in ("mean", "mean_std"):
+        raise ValueError(f"algorithm.turn_credit.step_norm={step_norm!r}; valid choices: mean, mean_std")
+    if index is None:
+        index = np.arange(bs)
+    with torch.no_grad():
+        turns = turn_index(response_mask)
+        per_turn = turn_rewards(token_level_rewards, turns)
+        returns = [discounted_returns(r, gamma) for r in per_turn]
+        advantages = torch.zeros_like(token_level_rewards, dtype=torch.float32)
+        # Episode part: verl's own GRPO on the episode returns (the row sums of token rewards).
+        grpo = get_adv_estimator_fn("grpo")
+        episode, _ = grpo(token_level_rewards, response_mask, index=index, norm_adv_by_std_in_grpo=norm)
+        step_adv = [torch.zeros_like(g) for g in returns]
+        counts = [int((turns[i].max() + 1).item()) for i in range(bs)]
+        for members in step_groups(index, anchors, counts).values():
+            values = torch.stack([returns[i][k] for i, k in members])
+            centred = values - values.mean()
+            if step_norm == "mean_std" and len(members) > 1:
+                centred = centred / (values.std() + EPSILON)
+            for (i, k), a in zip(members, centred, strict=True):
+                step_adv[i][k] = a
+        for i in range(bs):
+            generated = turns[i] >= 0
+            if generated.any():
+                advantages[i, generated] = step_weight * step_adv[i][turns[i][generated]]
+        advantages = episode.to(torch.float32) + advantages
+        token_returns = torch.zeros_like(advantages)
+        for i in range(bs):
+            generated = turns[i] >= 0
+            if generated.any():
+                token_returns[i, generated] = returns[i][turns[i][generated]]
+    return advantages, token_returns
+
+
+class TurnAnchorsTrainerMixin:
+    """Mix into verl's v1 trainer: hands the rollout's per-turn anchors to `turn_gigpo`.
+
+    verl's `_compute_advantage` fetches a fixed list of fields from TransferQueue; this reads the
+    rows' `extra_fields["turn_anchors"]` for the same keys (same row order) and makes them visible
+    to the estimator for the duration of verl's own call.
+    """
+
+    def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
+        if str(self.config.algorithm.adv_estimator) != TURN_GIGPO:
+            return super()._compute_advantage(batch, metrics)
+        import transfer_queue as tq
+
+        data = tq.kv_batch_get(
+            keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
+        )
+        anchors = [
+            list((extra or {}).get("turn_anchors") or []) for extra in data.pop("extra_fields").tolist()
+        ]
+        token = _TURN_ANCHORS.set(anchors)
+        try:
+            return super()._compute_advantage(batch, metrics)
+        finally:
+            _TURN_ANCHORS.reset(token)

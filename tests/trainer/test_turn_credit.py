@@ -16,7 +16,14 @@ from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
-from trainer.turn_credit import TURN_GRPO, compute_turn_grpo_advantage, turn_index, turn_rewards
+from trainer.turn_credit import (
+    TURN_GIGPO,
+    TURN_GRPO,
+    compute_turn_gigpo_advantage,
+    compute_turn_grpo_advantage,
+    turn_index,
+    turn_rewards,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -226,3 +233,61 @@ def test_rollout_keeps_verls_placement_when_the_score_was_replaced_or_the_episod
     assert out.as_dict()["rm_scores"].tolist() == [0, 0, 0, 0, 0, 2.0]
     failed = trajectory_to_output(_trajectory(failed=True, termination="failed"), _Tokenizer(), None)
     assert failed.as_dict()["rm_scores"].tolist() == [0.0]
+
+
+def _gigpo_batch():
+    # gamma 1. Episode returns 1, 0, 0.5 -> GRPO episode advantages +1, -1, 0 (std 0.5).
+    # Turn 0 of all three acts in the same state A (same prompt): returns 1, 0, 0.5 -> step +0.5, -0.5, 0.
+    # Turn 1: episode 0 in state B, episode 1 in state C: groups of one -> step 0.
+    rows = [
+        ([1, 1, 0, 1, 0], {1: 0.0, 3: 1.0}),
+        ([1, 0, 0, 1, 1], {0: 0.0, 4: 0.0}),
+        ([1, 1, 1, 0, 0], {2: 0.5}),
+    ]
+    rewards, mask = _batch(rows)
+    anchors = [["A", "B"], ["A", "C"], ["A"]]
+    return rewards, mask, np.array(["g"] * 3, dtype=object), anchors
+
+
+def test_gigpo_exact_episode_plus_step_advantages():
+    rewards, mask, index, anchors = _gigpo_batch()
+    adv, ret = compute_turn_gigpo_advantage(rewards, mask, index=index, config=_algo(), turn_anchors=anchors)
+    assert adv[0].tolist() == pytest.approx([1.5, 1.5, 0, 1.0, 0], abs=1e-5)
+    assert adv[1].tolist() == pytest.approx([-1.5, 0, 0, -1.0, -1.0], abs=1e-5)
+    assert adv[2].tolist() == pytest.approx([0, 0, 0, 0, 0], abs=1e-5)
+    assert ret[0].tolist() == pytest.approx([1, 1, 0, 1, 0])
+
+
+def test_gigpo_step_weight_and_std_normalised_steps():
+    rewards, mask, index, anchors = _gigpo_batch()
+    config = _algo(turn_credit={"step_weight": 0.5, "step_norm": "mean_std"})
+    adv, _ = compute_turn_gigpo_advantage(rewards, mask, index=index, config=config, turn_anchors=anchors)
+    # state A returns 1, 0, 0.5: mean 0.5, std 0.5 -> step +1, -1, 0, weighted by 0.5
+    assert adv[0].tolist() == pytest.approx([1.5, 1.5, 0, 1.0, 0], abs=1e-5)
+    assert adv[1].tolist() == pytest.approx([-1.5, 0, 0, -1.0, -1.0], abs=1e-5)
+
+
+def test_gigpo_groups_states_only_within_a_grpo_group_and_needs_anchors():
+    rewards, mask, _, anchors = _gigpo_batch()
+    index = np.array(["g", "h", "h"], dtype=object)
+    adv, _ = compute_turn_gigpo_advantage(rewards, mask, index=index, config=_algo(), turn_anchors=anchors)
+    # alone in its group: GRPO keeps the raw return (mean 0, std 1) and its states have no peers
+    assert adv[0].tolist() == pytest.approx([1, 1, 0, 1, 0], abs=1e-5)
+    with pytest.raises(ValueError, match="turn anchors"):
+        compute_turn_gigpo_advantage(rewards, mask, index=index, config=_algo())
+    assert get_adv_estimator_fn(TURN_GIGPO) is compute_turn_gigpo_advantage
+
+
+def test_rollout_anchors_equal_exactly_for_equal_histories():
+    from rollout.agent_loop import turn_anchors
+    from rollout.trajectory import TurnRecord
+
+    a = _trajectory()
+    b = _trajectory(response_ids=[5, 6, 7, 8, 11, 12])  # same history before turn 1, other turn-1 reply
+    c = _trajectory(response_ids=[5, 9, 7, 8, 9, 10])  # another turn-0 reply
+    d = _trajectory(prompt_ids=[1, 3])
+    assert turn_anchors(a) == turn_anchors(b)
+    assert turn_anchors(a)[0] == turn_anchors(c)[0] and turn_anchors(a)[1] != turn_anchors(c)[1]
+    assert turn_anchors(a)[0] != turn_anchors(d)[0]
+    three = _trajectory(turns=[TurnRecord(0, 2), TurnRecord(4, 5), TurnRecord(5, 6)])
+    assert len(set(turn_anchors(three))) == 3
