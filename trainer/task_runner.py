@@ -14,7 +14,6 @@ import ray
 from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-import trainer.turn_credit  # noqa: F401 - registers turngym's advantage estimators where verl computes them
 from trainer.curriculum import CurriculumTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,
@@ -24,9 +23,10 @@ from trainer.progress import (
     episode_turns,
     progress_line,
 )
+from trainer.turn_credit import TurnAnchorsTrainerMixin  # also registers turngym's estimators in verl
 
 
-class TurngymTrainer(CurriculumTrainerMixin, PPOTrainerSync):
+class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainerSync):
     """verl's synchronous trainer plus turngym's progress line, metrics JSONL, success rate and curriculum."""
 
     def __init__(self, config: DictConfig) -> None:
