@@ -65,7 +65,7 @@ class LongChatEnv:
 
 
 def bench_overhead(n_episodes: int, max_new_tokens: int) -> None:
-    from rollout.collect import acollect
+    from rollout.collection import acollect
     from rollout.episode import EpisodeConfig
     from rollout.hf_engine import HFEngine
 

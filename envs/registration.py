@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +45,7 @@ class EnvSpec:
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
+_UNSET = object()
 
 # TextEnv's own limits: env classes need not list them in their constructors, `make` applies them after.
 TURN_LIMIT_KWARGS = ("max_action_chars", "max_tool_calls_per_turn", "max_tool_time_s")
@@ -58,12 +61,26 @@ def register(
     format_penalty: float = 0.1,
     **kwargs: Any,
 ) -> EnvSpec:
-    """Register an env under `id` (`name-vN`); `kwargs` become its constructor defaults."""
+    """Register an env under `id` (`name-vN`); `kwargs` become its constructor defaults.
+
+    Registering an id again with a different spec replaces the earlier one with a warning, as
+    Gymnasium's `register` does.
+    """
     if not _ID_PATTERN.match(id):
         raise ValueError(f"env id {id!r} must look like 'name-v0' (lowercase, digits, '-', ending in -vN)")
     if isinstance(entry_point, str) and ":" not in entry_point:
         raise ValueError(f"entry_point {entry_point!r} must be 'module:attr' or a callable")
     spec = EnvSpec(id, entry_point, category, description, dict(kwargs), max_turns, format_penalty)
+    earlier = _REGISTRY.get(id)
+    if earlier is not None:
+        if earlier != spec:  # the same spec again (a module reloaded) changes nothing: no warning
+            warnings.warn(
+                f"Overriding env {id!r} already in the registry (entry point {earlier.entry_point!r} "
+                f"replaced by {entry_point!r}).",
+                stacklevel=2,
+            )
+        # Gymnasium would warn again about its mirror `turngym/<id>`: one warning (or none) says it.
+        gymnasium.registry.pop(spec.gym_id, None)
     _REGISTRY[id] = spec
     gymnasium.register(
         id=spec.gym_id,
@@ -98,24 +115,36 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
 
     `max_turns` and `format_penalty` override the spec's; other kwargs override its constructor defaults
     (e.g. `difficulty="hard"`, `tools=["python"]` or `tools="my_tools.yaml"`). `max_tool_calls_per_turn`,
-    `max_tool_time_s` and `max_action_chars` set the env's per-turn limits (see `TextEnv`).
+    `max_tool_time_s` and `max_action_chars` set the env's per-turn limits (see `TextEnv`);
+    `tool_call_format` how it reads tool calls written in reply text (`hermes`, `llama3`, `mistral`).
     """
     from envs.wrappers import ActionFormat, MaxTurns
 
     env_spec = spec(id)
     merged = {**env_spec.kwargs, **kwargs}
     limits = {k: merged.pop(k) for k in TURN_LIMIT_KWARGS if k in merged}
+    call_format = merged.pop("tool_call_format", _UNSET)
     env = env_spec.load()(**merged)
     if limits:
         set_limits = getattr(env.unwrapped, "set_turn_limits", None)
         if set_limits is None:
             raise TypeError(f"{id}: {', '.join(limits)} only apply to TextEnv-based envs")
         set_limits(**limits)
+    if call_format is not _UNSET:
+        set_format = getattr(env.unwrapped, "set_tool_call_format", None)
+        if set_format is None:
+            raise TypeError(f"{id}: tool_call_format only applies to TextEnv-based envs")
+        set_format(call_format)
     env.unwrapped.spec = gymnasium.spec(env_spec.gym_id)
-    env.unwrapped.turngym_spec = env_spec
     penalty = env_spec.format_penalty if format_penalty is None else format_penalty
-    env = ActionFormat(env, penalty=penalty)
     turns = env_spec.max_turns if max_turns is None else max_turns
+    if kwargs or turns != env_spec.max_turns or penalty != env_spec.format_penalty:
+        # The spec this env was made from, so a fresh copy can be made the same way (rollout.collect).
+        env_spec = dataclasses.replace(
+            env_spec, kwargs={**env_spec.kwargs, **kwargs}, max_turns=turns, format_penalty=penalty
+        )
+    env.unwrapped.turngym_spec = env_spec
+    env = ActionFormat(env, penalty=penalty)
     if turns is not None:
         env = MaxTurns(env, turns)
     return env

@@ -249,7 +249,10 @@ class TextEnv(gym.Env):
         if tool_call_format is not None:
             from tools.calls import get_format
 
-            get_format(tool_call_format)  # unknown names raise here, naming the known ones
+            try:
+                get_format(tool_call_format)
+            except KeyError as e:
+                raise ValueError(f"tool_call_format: {e.args[0]}") from None
         self.tool_call_format = tool_call_format
 
     def mark_episode_over(self, *, terminated: bool, truncated: bool) -> None:

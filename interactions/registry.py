@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,12 +51,22 @@ def register(
     source: str = "",
     **config: Any,
 ) -> InteractionSpec:
-    """Register an interaction under `name`; `config` becomes its constructor defaults."""
+    """Register an interaction under `name`; `config` becomes its constructor defaults.
+
+    Registering a name again with a different spec replaces the earlier one with a warning.
+    """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"an interaction name must be a non-empty string, got {name!r}")
     if isinstance(entry_point, str) and ":" not in entry_point:
         raise ValueError(f"entry point {entry_point!r} must be 'module:attr' or a callable")
     found = InteractionSpec(name, entry_point, dict(config), description, source)
+    earlier = _REGISTRY.get(name)
+    if earlier is not None and earlier != found:  # loading the same YAML twice changes nothing
+        warnings.warn(
+            f"Overriding interaction {name!r} already in the registry (entry point "
+            f"{earlier.entry_point!r} replaced by {entry_point!r}).",
+            stacklevel=2,
+        )
     _REGISTRY[name] = found
     return found
 

@@ -18,12 +18,14 @@ _EXPORTS = {
     "ScriptedEngine": "rollout.scripted_engine",
     "ChatFormat": "rollout.chat_format",
     "Trajectory": "rollout.trajectory",
+    "TrajectoryBatch": "rollout.trajectory",
     "EpisodeConfig": "rollout.episode",
     "run_episode": "rollout.episode",
-    "collect": "rollout.collect",
+    "collect": "rollout.collection",
+    "acollect": "rollout.collection",
     "to_dataproto": "rollout.dataproto",
     "TurnGymAgentLoop": "rollout.agent_loop",
-    "summarize": "rollout.collect",
+    "summarize": "rollout.collection",
 }
 
 __all__ = [
@@ -37,7 +39,9 @@ __all__ = [
     "SamplingParams",
     "ScriptedEngine",
     "Trajectory",
+    "TrajectoryBatch",
     "TurnGymAgentLoop",
+    "acollect",
     "collect",
     "run_episode",
     "summarize",
@@ -47,14 +51,14 @@ __all__ = [
 if TYPE_CHECKING:
     from rollout.agent_loop import TurnGymAgentLoop
     from rollout.chat_format import ChatFormat
-    from rollout.collect import collect, summarize
+    from rollout.collection import acollect, collect, summarize
     from rollout.dataproto import to_dataproto
     from rollout.engine import Engine, EngineError, Generation, SamplingParams
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.hf_engine import HFEngine
     from rollout.scripted_engine import ScriptedEngine
     from rollout.sglang_engine import SGLangEngine
-    from rollout.trajectory import Trajectory
+    from rollout.trajectory import Trajectory, TrajectoryBatch
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,7 @@ with loss mask 0 and logprob 0. Nothing is ever re-tokenized from decoded text.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 import uuid
@@ -71,12 +72,14 @@ async def run_episode(
         timing["env_s"] += time.perf_counter() - t0
         tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
         fmt = ChatFormat(tokenizer, tools, cfg.chat_template_kwargs, cfg.tool_call_format)
+        _env_reads_calls_as(env, fmt.tool_call_format)
         traj.messages, traj.tools = list(messages), tools
         t0 = time.perf_counter()
         traj.prompt_ids = fmt.prompt_ids(messages)
         timing["tokenize_s"] += time.perf_counter() - t0
         if cfg.max_prompt_tokens is not None and len(traj.prompt_ids) > cfg.max_prompt_tokens:
             raise EpisodeFailed(f"prompt_too_long: {len(traj.prompt_ids)} > {cfg.max_prompt_tokens} tokens")
+        cfg = _within_context(cfg, engine, len(traj.prompt_ids))
         await _play(env, engine, fmt, traj, cfg, dict(sampling_params or {}), rid, timing, counters)
     except EpisodeFailed as exc:
         traj.failed, traj.termination, traj.error = True, "failed", str(exc)
@@ -156,6 +159,39 @@ async def _play(env, engine, fmt: ChatFormat, traj: Trajectory, cfg, sampling, r
         response.extend(suffix)
         mask.extend([0] * len(suffix))
         logprobs.extend([0.0] * len(suffix))
+
+
+def _env_reads_calls_as(env: Any, tool_call_format: str) -> None:
+    """Make the env read calls in reply text in the format the chat template writes (not its default)."""
+    setter = getattr(getattr(env, "unwrapped", env), "set_tool_call_format", None)
+    if setter is not None:  # envs other than TextEnv (remote clients, plain gym envs) keep their own
+        setter(tool_call_format)
+
+
+def context_window(engine: Any) -> int | None:
+    """The engine's context length in tokens (prompt + generated), when it says (HFEngine's `max_positions`)."""
+    for name in ("max_positions", "context_length", "max_model_len"):
+        value = getattr(engine, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _within_context(cfg: EpisodeConfig, engine: Any, prompt_tokens: int) -> EpisodeConfig:
+    """`cfg` with a response budget that fits the engine's context after the prompt.
+
+    Otherwise a long episode outgrows the context and the engine rejects the request: the episode is
+    lost as failed, instead of ending as overflow with its tokens kept.
+    """
+    window = context_window(engine)
+    if window is None:
+        return cfg
+    room = window - prompt_tokens
+    if room <= 0:
+        raise EpisodeFailed(f"prompt_too_long: {prompt_tokens} tokens >= the engine's context of {window}")
+    if cfg.max_response_tokens <= room:
+        return cfg
+    return dataclasses.replace(cfg, max_response_tokens=room)
 
 
 def _interpret(text: str, fmt: ChatFormat, has_tools: bool, strip_think: bool) -> tuple[dict, Any, int]:

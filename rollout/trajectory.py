@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -100,6 +101,14 @@ class Trajectory:
     def to_json(self) -> str:
         """One JSON line."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+class TrajectoryBatch(list):
+    """The kept trajectories of a `collect` (a list) plus `.failed`: episodes left out because they failed."""
+
+    def __init__(self, items: Iterable[Trajectory] = (), failed: Iterable[Trajectory] | None = None):
+        super().__init__(items)
+        self.failed: list[Trajectory] = list(failed or [])
 
 
 def save_jsonl(trajectories: list[Trajectory], path: str) -> None:

@@ -59,3 +59,42 @@ def test_user_registered_env_is_made_and_mirrored():
     envs.register("my-guess-v0", GuessNumberEnv, category="test", description="a copy", difficulty="easy")
     assert envs.make("my-guess-v0").unwrapped.difficulty == "easy"
     assert gymnasium.make("turngym/my-guess-v0").unwrapped.difficulty == "easy"
+
+
+def test_register_again_warns_once_and_replaces():
+    import warnings
+
+    envs.register("overwrite-probe-v0", "envs.games.guess_number:GuessNumberEnv", difficulty="easy")
+    with pytest.warns(UserWarning, match="Overriding env 'overwrite-probe-v0'") as caught:
+        envs.register("overwrite-probe-v0", "envs.games.guess_number:GuessNumberEnv", difficulty="hard")
+    assert len(caught) == 1  # not a second one from Gymnasium's mirror
+    assert envs.spec("overwrite-probe-v0").kwargs == {"difficulty": "hard"}
+    assert gymnasium.make("turngym/overwrite-probe-v0").unwrapped.difficulty == "hard"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same spec again (a module reloaded) changes nothing: silent
+        envs.register("overwrite-probe-v0", "envs.games.guess_number:GuessNumberEnv", difficulty="hard")
+
+
+def test_interaction_register_again_warns():
+    import warnings
+
+    import interactions
+    from interactions.registry import register
+
+    register("overwrite-probe", "interactions.scripted_user:ScriptedUser")
+    with pytest.warns(UserWarning, match="Overriding interaction 'overwrite-probe'"):
+        register("overwrite-probe", "interactions.answer_feedback:AnswerFeedback")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        register("overwrite-probe", "interactions.answer_feedback:AnswerFeedback")
+    assert interactions.spec("overwrite-probe").entry_point.endswith("AnswerFeedback")
+
+
+def test_made_env_records_the_spec_it_was_made_from():
+    env = envs.make("guess-number-v0", difficulty="easy", max_turns=3, tool_call_format="llama3")
+    made_from = env.unwrapped.turngym_spec
+    assert made_from.id == "guess-number-v0" and made_from.max_turns == 3
+    assert made_from.kwargs == {"difficulty": "easy", "tool_call_format": "llama3"}
+    assert envs.spec("guess-number-v0").max_turns == 20  # the registered spec is untouched
+    plain = envs.make("guess-number-v0")
+    assert plain.unwrapped.turngym_spec is envs.spec("guess-number-v0")

@@ -246,3 +246,149 @@ def test_extra_tools_by_list_are_offered_and_called():
     }
     messages, *_ = env.step(call)
     assert messages[0]["content"] == "hi"
+
+
+# ----- issue 13: the fast path keeps every promise -------------------------------------------------
+
+
+def test_plain_text_replies_never_build_the_tools():
+    env = envs.make("guess-number-v0")
+    env.reset(seed=0)
+    env.step("50")
+    env.step("I'd say 25")
+    assert env.unwrapped._tool_prototypes is None  # nothing built for text without a call marker
+    env.step('<tool_call>\n{"name": "guess", "arguments": {"number": 12}}\n</tool_call>')
+    assert [t.name for t in env.unwrapped._tool_prototypes] == ["guess"]
+
+
+def test_text_call_markers_are_plain_text_in_an_env_without_tools():
+    env = envs.make("guess-number-v0")
+    env.unwrapped.own_tools = lambda: []  # a game offered as text only
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("<tool_call> 50 </tool_call>")
+    assert info["format_error"] is None and env.unwrapped.guesses == [50]
+
+
+def test_no_pydantic_class_is_made_per_env():
+    import gc
+
+    import pydantic
+
+    def models() -> int:
+        gc.collect()  # classes other tests made and dropped must not count
+        seen, todo = set(), [pydantic.BaseModel]
+        while todo:
+            for sub in todo.pop().__subclasses__():
+                if sub not in seen:
+                    seen.add(sub)
+                    todo.append(sub)
+        return len(seen)
+
+    first = envs.make("guess-number-v0")
+    first.reset(seed=0)
+    first.step(_guess_call(50))
+    before = models()
+    for seed in range(20):
+        env = envs.make("guess-number-v0")
+        env.reset(seed=seed)
+        env.step(_guess_call(50))
+        env.step("25")
+        assert env.unwrapped.tools[0].args_model is first.unwrapped.tools[0].args_model
+    assert models() == before
+
+
+def test_a_tool_call_turn_is_read_once(monkeypatch):
+    import envs.text_env
+
+    reads = []
+    real = envs.text_env.read_action
+    monkeypatch.setattr(envs.text_env, "read_action", lambda *a, **k: reads.append(1) or real(*a, **k))
+    env = envs.make("guess-number-v0")
+    env.reset(seed=0)
+    env.step(_guess_call(50))
+    env.step('<tool_call>\n{"name": "guess", "arguments": {"number": 25}}\n</tool_call>')
+    assert len(reads) == 2
+
+
+def test_seeded_generator_is_gymnasiums():
+    from gymnasium.utils import seeding
+
+    from envs.seeding import np_random
+
+    seeds = [*range(64), 2**31 - 1, 2**32, 2**64 + 5, 2**130 + 7, 10**40]
+    for seed in seeds:
+        ours, our_seed = np_random(seed)
+        theirs, their_seed = seeding.np_random(seed)
+        assert our_seed == their_seed == seed
+        assert ours.integers(0, 2**63, 16).tolist() == theirs.integers(0, 2**63, 16).tolist()
+        assert ours.random() == theirs.random()
+        assert [g.integers(0, 1000, 4).tolist() for g in ours.spawn(2)] == [
+            g.integers(0, 1000, 4).tolist() for g in theirs.spawn(2)
+        ]
+    with pytest.raises(Exception, match="greater or equal to zero"):
+        np_random(-1)
+    assert np_random(None)[0] is not None
+
+
+def test_same_seed_same_episode_and_unseeded_reset_continues():
+    a, b = envs.make("guess-number-v0"), envs.make("guess-number-v0")
+    a.reset(seed=7)
+    b.reset(seed=7)
+    first = a.unwrapped.secret
+    assert b.unwrapped.secret == first and a.unwrapped.np_random_seed == 7
+    followers = []
+    for env in (a, b):
+        env.reset()  # no seed: the generator goes on, it is not reseeded
+        followers.append(env.unwrapped.secret)
+    assert followers[0] == followers[1] and a.unwrapped.np_random_seed == 7
+    a.reset(seed=7)  # reseeding starts the same episode again
+    assert a.unwrapped.secret == first
+    assert [envs.make("guess-number-v0").reset(seed=s)[0] for s in (1, 2)] == [
+        envs.make("guess-number-v0").reset(seed=s)[0] for s in (1, 2)
+    ]
+
+
+def test_fast_number_reading_matches_the_general_reader():
+    env = envs.make("guess-number-v0")
+    env.reset(seed=0)
+    game = env.unwrapped
+
+    def read(text):
+        try:
+            return game.parse_action(text)
+        except envs.InvalidAction as e:
+            return f"error: {e}"
+
+    for digits in ["0", "00", "7", "042", "100", "0100", "101", "999", "0000000000050", "1" * 60]:
+        # "guess: N" never takes the all-digits shortcut; the verdict must be the same.
+        assert read(digits) == read(f"guess: {digits}") == read(f"  {digits}\n"), digits
+
+
+def test_tool_call_format_follows_what_it_is_set_to():
+    env = envs.make("guess-number-v0", tool_call_format="llama3")
+    assert env.unwrapped.tool_call_format == "llama3"
+    env.reset(seed=0)
+    _, _, _, _, info = env.step('{"name": "guess", "parameters": {"number": 50')
+    assert info["tool_errors"] == 1 and env.unwrapped.guesses == []  # unreadable call, not the text "50"
+    env.unwrapped.set_tool_call_format("hermes")
+    env.step('{"name": "guess", "parameters": {"number": 50')
+    assert env.unwrapped.guesses == [50]
+    with pytest.raises(ValueError, match="known formats"):
+        env.unwrapped.set_tool_call_format("klingon")
+    with pytest.raises(ValueError, match="known formats"):
+        envs.make("guess-number-v0", tool_call_format="klingon")
+
+
+def test_transcript_records_tool_calls_as_tools_calls_writes_them():
+    from tools.calls import ToolCall, parse_tool_calls
+
+    assert envs.ToolCallRequest is ToolCall
+    text = '<tool_call>\n{"name": "guess", "arguments": {"number": 50}}\n</tool_call>'
+    env = envs.make("guess-number-v0")
+    env.reset(seed=0)
+    env.step(text)
+    recorded = env.unwrapped.transcript[2]
+    expected = [c.to_openai() for c in parse_tool_calls(text, "hermes").tool_calls]
+    assert recorded["tool_calls"] == expected
+    assert recorded["tool_calls"][0]["function"]["arguments"] == {"number": 50}
+    assert 'guess({"number": 50})' in env.unwrapped.render()

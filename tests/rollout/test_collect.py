@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from rollout.collect import collect, summarize
+from rollout.collection import collect, summarize
 from rollout.engine import EngineError
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
@@ -155,3 +155,110 @@ def test_success_rate_counts_cut_off_episodes_as_unsolved(tokenizer):
     assert {t.termination for t in trajs} <= {"budget", "context_overflow", "max_turns"}
     assert all(t.success is None for t in trajs)
     assert summarize(trajs)["success_rate"] == 0.0
+
+
+# ----- issue 13: the public API, env instances, the engine's context, the call format ---------------
+
+
+def test_from_rollout_import_collect_is_the_function_after_the_module_loaded():
+    import inspect
+
+    import rollout
+    import rollout.collection
+    from rollout import acollect
+    from rollout import collect as exported
+
+    assert inspect.isfunction(exported) and exported is rollout.collection.collect
+    assert inspect.iscoroutinefunction(acollect) and "acollect" in rollout.__all__
+    assert inspect.signature(exported).return_annotation == "TrajectoryBatch"
+    assert rollout.TrajectoryBatch is rollout.collection.TrajectoryBatch
+
+
+def test_collect_accepts_an_env_made_by_envs_make(tokenizer):
+    import envs
+
+    env = envs.make("guess-number-v0", difficulty="easy", max_turns=3)
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: str(rng.randint(1, 20)))
+    trajs = collect(env, engine, tokenizer, 4, group_size=2)
+    assert len(trajs) == 4 and not trajs.failed
+    # Each episode played a fresh copy made the same way: easy range, three turns at most.
+    assert all("between 1 and 20" in t.messages[1]["content"] for t in trajs)
+    assert all(t.num_turns <= 3 for t in trajs)
+    assert {t.env_id for t in trajs} == {"guess-number-v0"}
+    assert env.unwrapped.turn == 0  # the instance itself was never stepped
+
+
+def test_collect_refuses_what_it_cannot_make_envs_from_at_once(tokenizer):
+    import envs
+
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: "5")
+    with pytest.raises(TypeError, match="env id"):
+        collect(42, engine, tokenizer, 2)
+    bare = envs.make("guess-number-v0").unwrapped
+    del bare.turngym_spec  # an env instance built by hand: nothing to copy it from
+    with pytest.raises(TypeError, match="not made by envs.make"):
+        collect(bare, engine, tokenizer, 2)
+    with pytest.raises(envs.UnknownEnvError, match="guess-number-v0"):
+        collect("guess-numbr-v0", engine, tokenizer, 2)
+    assert engine.calls == 0
+
+
+def test_env_class_is_a_factory(tokenizer):
+    from envs.games.guess_number import GuessNumberEnv
+
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: str(rng.randint(1, 100)))
+    trajs = collect(GuessNumberEnv, engine, tokenizer, 2, config=EpisodeConfig(max_turns=2))
+    assert len(trajs) == 2 and not trajs.failed
+
+
+def test_small_context_ends_as_overflow_with_tokens_kept(model_path, tokenizer):
+    """A model with a 512-token context and the default budget (2048): episodes end as overflow, not failed."""
+    from transformers import AutoModelForCausalLM
+
+    from rollout.episode import context_window
+    from rollout.hf_engine import HFEngine
+
+    model = AutoModelForCausalLM.from_pretrained(model_path, max_position_embeddings=512)
+    engine = HFEngine(model, tokenizer=tokenizer, seed=0)
+    assert context_window(engine) == 512
+    batch = collect(
+        "guess-number-v0",
+        engine,
+        tokenizer,
+        2,
+        sampling_params={"temperature": 1.0},
+        config=EpisodeConfig(max_new_tokens=48),
+        keep_failed=True,
+    )
+    assert not batch.failed, [t.error for t in batch.failed]
+    for t in batch:
+        assert len(t.prompt_ids) + len(t.response_ids) <= 512
+        assert t.response_ids and sum(t.loss_mask) > 0
+        assert t.overflowed or t.termination in ("terminated", "truncated")
+    assert any(t.overflowed for t in batch)
+
+
+def test_prompt_longer_than_the_context_fails_with_a_clear_reason(tokenizer):
+    class TinyContext(ScriptedEngine):
+        max_positions = 8
+
+    engine = TinyContext(tokenizer, lambda turn, rng: "5")
+    batch = collect("guess-number-v0", engine, tokenizer, 1, keep_failed=True)
+    assert (
+        batch.failed
+        and "prompt_too_long" in batch.failed[0].error
+        and "context of 8" in batch.failed[0].error
+    )
+
+
+def test_env_reads_calls_in_the_templates_format(llama3_tokenizer):
+    """With a Llama 3 template, a broken llama3 call is reported as unreadable, not played as text."""
+    import envs
+
+    broken = '{"name": "guess", "parameters": {"number": 5'
+    engine = ScriptedEngine(llama3_tokenizer, lambda turn, rng: broken)
+    env = envs.make("guess-number-v0")
+    traj = asyncio.run(run_episode(env, engine, llama3_tokenizer, seed=0, config=EpisodeConfig(max_turns=1)))
+    assert not traj.failed and env.unwrapped.tool_call_format == "llama3"
+    said = traj.messages[-1]["content"]
+    assert "could not be read" in said and "is wrong" not in said and "Correct" not in said

@@ -226,3 +226,34 @@ def test_bounded_helpers_never_raise_on_deep_python_values():
         loads("[" * 100_000)
     call = ToolCall.from_openai({"function": {"name": "f", "arguments": "[" * 100_000}})
     assert call.arguments == "[" * 100_000  # kept raw: the tool reports it as not an object
+
+
+# ----- one tool-call concept: envs read and record calls as tools.calls does -----------------------
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
+def test_env_and_rollout_record_the_same_call(fmt):
+    """The env's transcript and the rollout's message hold a call exactly as `ToolCall.to_openai` writes it."""
+    import envs
+    from envs.assistant_turn import read_action
+
+    calls = [ToolCall("call_0", "guess", {"number": 50})]
+    text = format_tool_calls(calls, fmt)
+    turn = read_action(text, max_chars=10_000, tool_call_format=fmt)
+    assert all(type(c) is ToolCall for c in turn.tool_calls)
+    assert turn.as_message()["tool_calls"] == [c.to_openai() for c in parse_tool_calls(text, fmt).tool_calls]
+    # A rollout sends the parsed message (dict arguments); the env records it unchanged.
+    env = envs.make("guess-number-v0", tool_call_format=fmt)
+    env.reset(seed=0)
+    message = {"role": "assistant", "content": "", "tool_calls": [c.to_openai() for c in calls]}
+    env.step(message)
+    assert env.unwrapped.transcript[2] == message
+
+
+def test_json_string_arguments_stay_as_given():
+    from envs.assistant_turn import read_action
+
+    raw = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    turn = read_action({"role": "assistant", "content": "", "tool_calls": [raw]}, max_chars=1000)
+    assert turn.tool_calls == (ToolCall("c1", "f", '{"a": 1}'),)
+    assert turn.as_message()["tool_calls"] == [raw]

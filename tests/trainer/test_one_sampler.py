@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rollout.collect import collect
+from rollout.collection import collect
 from rollout.episode import EpisodeConfig
 
 SEED = 42

@@ -1,4 +1,8 @@
-"""collect: run many episodes concurrently against one engine and return their trajectories."""
+"""collect / acollect: run many episodes concurrently against one engine and return their trajectories.
+
+(Not `rollout/collect.py`: importing a submodule named like the function it exports rebinds
+`rollout.collect` to the module, so `from rollout import collect` stopped being the function.)
+"""
 
 from __future__ import annotations
 
@@ -10,30 +14,56 @@ from typing import Any
 
 from envs.run_sync import run_sync
 from rollout.episode import EpisodeConfig, run_episode
-from rollout.trajectory import Trajectory
+from rollout.trajectory import Trajectory, TrajectoryBatch
+
+#: What `collect` takes as `env`: an env id, an env made by `envs.make` (copied from its spec), or a
+#: factory returning a fresh env.
+EnvSource = str | Callable[..., Any] | Any
 
 
-class TrajectoryBatch(list):
-    """The kept trajectories (a list) plus `.failed`: episodes left out because they failed."""
-
-    def __init__(self, items=(), failed: list[Trajectory] | None = None):
-        super().__init__(items)
-        self.failed: list[Trajectory] = list(failed or [])
-
-
-def make_env(env: Any, env_kwargs: dict[str, Any] | None = None) -> Any:
-    """A fresh env from an id (via `envs.make`), a factory, or a gym EnvSpec-like id string."""
+def env_factory(
+    env: EnvSource, env_kwargs: dict[str, Any] | None = None
+) -> tuple[Callable[[], Any], str | None]:
+    """(a function making one fresh env per episode, the env id) from `env`; TypeError/UnknownEnvError at once."""
+    kwargs = dict(env_kwargs or {})
     if isinstance(env, str):
         import envs
 
-        return envs.make(env, **(env_kwargs or {}))
+        envs.spec(env)  # an unknown id fails here, naming the closest ones, not as N failed episodes
+        return lambda: envs.make(env, **kwargs), env
+    made_from = getattr(getattr(env, "unwrapped", None), "turngym_spec", None)
+    if made_from is not None:
+        # An env from `envs.make`: each episode gets its own copy, made the same way. The instance
+        # itself is never stepped (episodes run concurrently; one env cannot hold them all).
+        import envs
+
+        settings = {"max_turns": made_from.max_turns, "format_penalty": made_from.format_penalty}
+        settings.update(made_from.kwargs)
+        settings.update(kwargs)
+        return lambda: envs.make(made_from.id, **settings), made_from.id
+    if _is_env_instance(env):
+        raise TypeError(
+            f"collect got an env instance ({type(env).__name__}) that was not made by envs.make, so it "
+            "cannot be copied for each episode; pass its registered id, or a function returning a fresh env"
+        )
     if callable(env):
-        return env(**(env_kwargs or {}))
-    raise TypeError("env must be an env id or a callable returning a fresh env (one env per episode)")
+        return lambda: env(**kwargs), getattr(env, "__name__", None)
+    raise TypeError(
+        "collect's env must be an env id (e.g. 'guess-number-v0'), an env made by envs.make, or a "
+        f"function returning a fresh env; got {type(env).__name__}"
+    )
+
+
+def _is_env_instance(env: Any) -> bool:
+    import gymnasium
+
+    if isinstance(env, type):  # an env class is a factory
+        return False
+    return isinstance(env, gymnasium.Env) or (hasattr(env, "step") and hasattr(env, "reset"))
 
 
 async def acollect(
-    env: str | Callable[..., Any],
+    env: EnvSource,
     engine: Any,
     tokenizer: Any,
     n_episodes: int,
@@ -48,7 +78,7 @@ async def acollect(
     keep_failed: bool = False,
 ) -> TrajectoryBatch:
     """Async `collect`: episodes i*group_size..(i+1)*group_size-1 share seed `seed + i` and a group uid."""
-    env_id = env if isinstance(env, str) else getattr(env, "__name__", None)
+    new_env, env_id = env_factory(env, env_kwargs)
     sem = asyncio.Semaphore(max(1, concurrency))
     groups = [uuid.uuid4().hex for _ in range((n_episodes + group_size - 1) // group_size)]
 
@@ -56,7 +86,7 @@ async def acollect(
         g = k // group_size
         async with sem:
             try:
-                instance = make_env(env, env_kwargs)
+                instance = new_env()
             except Exception as exc:  # one env that cannot be built is one failed episode
                 traj = Trajectory(
                     prompt_ids=[], env_id=env_id, seed=seed + g, failed=True, termination="failed"
@@ -91,16 +121,18 @@ async def acollect(
 
 
 def collect(
-    env: str | Callable[..., Any],
+    env: EnvSource,
     engine: Any,
     tokenizer: Any,
     n_episodes: int,
     group_size: int = 1,
     concurrency: int = 64,
     **kwargs: Any,
-) -> list[Trajectory]:
+) -> TrajectoryBatch:
     """Run `n_episodes` (one fresh env each; seeds per group) and return the successful trajectories.
 
+    `env` is an env id, an env made by `envs.make` (each episode plays a fresh copy made the same
+    way), or a function returning a fresh env; anything else raises TypeError before any episode runs.
     Failed episodes (engine errors after retries, prompt too long, env exceptions) are left out; the
     returned list keeps them in `.failed` and `summarize(batch)["failed_episodes"]` counts them.
     """
