@@ -75,3 +75,19 @@ register(
     description="Answer questions from a bundled fact corpus with `search`; hard ones combine facts with `calculator`.",
     max_turns=10,
 )
+
+register(
+    "sokoban-v0",
+    "envs.games.sokoban:SokobanEnv",
+    category="text-game",
+    description="Push every box onto a target in a warehouse drawn as text (RAGEN's Sokoban; solvable levels).",
+    max_turns=50,
+)
+
+register(
+    "frozen-lake-v0",
+    "envs.games.frozen_lake:FrozenLakeEnv",
+    category="text-game",
+    description="Cross a frozen lake to the goal without falling through a hole; hard ice slips (RAGEN's FrozenLake).",
+    max_turns=120,
+)
