@@ -74,6 +74,9 @@ def test_model_shortcut():
         (["notakeyvalue"], "key=value"),
         (["trainer.device=cpu", 'turngym.warm_start.overrides=["optim.no_such_key=1"]'], "no_such_key"),
         (["trainer.device=cpu", "turngym.warm_start.episodes=4"], "batch_size (16)"),
+        (["trainer.total_training_step=2"], "did you mean trainer.total_training_steps?"),
+        (["+trainer.total_training_step=2"], "did you mean trainer.total_training_steps?"),
+        (["trainer.total_training_steps=abc"], "abc"),
     ],
 )
 def test_bad_input_is_a_config_error_naming_choices(overrides, needle):
@@ -92,3 +95,12 @@ def test_warm_start_overrides_reach_verls_sft_config():
     ws = cfg.turngym.warm_start
     sft = sft_config("m", Path("d.parquet"), Path("w"), "cpu", 1, 1e-3, 4, 0, 512, list(ws.overrides))
     assert sft.optim.lr_warmup_steps == 3 and sft.engine.mixed_precision.param_dtype == "fp32"
+
+
+def test_misspelled_key_gets_no_plus_advice_and_unknown_ones_one_line():
+    with pytest.raises(ConfigError) as info:
+        compose_config(["trainer.total_training_step=2"])
+    assert "+" not in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        compose_config(["trainer.zzz_qqq=1"])
+    assert "+trainer.zzz_qqq=VALUE" in str(info.value)
