@@ -41,3 +41,23 @@ bench: install
 	$(BIN)/python bench/import_time.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/rollout_overhead.py
+
+# The GPU stack (verl 0.9.1 + SGLang 0.5.14, torch 2.11.0) in its own venv: its pins differ from the CPU set's.
+GPU_VENV  ?= .venv-gpu
+GPU_STAMP := $(GPU_VENV)/.turngym-gpu-installed
+GROUP     ?= text-game
+
+.PHONY: install-gpu train-gpu
+
+$(GPU_STAMP): pyproject.toml
+	@test -x $(GPU_VENV)/bin/python || $(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/pip install -q -e '.[gpu,dev]'
+	@touch $(GPU_STAMP)
+
+install-gpu: $(GPU_STAMP)
+
+# MODEL is checked before the (multi-GB) install starts.
+train-gpu:
+	@test -n "$(MODEL)" || { echo "usage: make train-gpu MODEL=<hf model dir> [GROUP=text-game]" >&2; exit 2; }
+	@$(MAKE) --no-print-directory install-gpu
+	PYTHON=$(GPU_VENV)/bin/python bash examples/train_gpu.sh $(MODEL) $(GROUP)

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Train a real model on GPUs: verl's FSDP2 actors + SGLang rollout (the `gpu` platform, chosen
-# automatically when CUDA is visible). Needs the GPU extra: pip install -e '.[train,gpu]'
-# (verl[sglang]==0.9.1 pins sglang 0.5.12 / torch 2.11; keep it in its own environment).
+# automatically when CUDA is visible). Needs the GPU stack in its own environment (not with the CPU
+# `train` extra, whose torch 2.13.0 pin conflicts):
+#
+#   make install-gpu            # = python3 -m venv .venv-gpu && .venv-gpu/bin/pip install -e '.[gpu,dev]'
+#
+# The `gpu` extra pins verl[verl-core]==0.9.1 with sglang==0.5.14 (torch 2.11.0, transformers 5.8.1);
+# verl's own verl[sglang]==0.9.1 does not resolve. Then (or `make train-gpu MODEL=<dir>`):
 #
 #   bash examples/train_gpu.sh /models/Qwen2.5-1.5B-Instruct tool-use
 #
@@ -10,7 +15,8 @@ set -euo pipefail
 MODEL=${1:?usage: train_gpu.sh <hf model dir> [env group] [overrides...]}
 GROUP=${2:-text-game}
 shift $(( $# >= 2 ? 2 : 1 ))
-python -m trainer.run env="$GROUP" model="$MODEL" \
+PYTHON=${PYTHON:-python}
+"$PYTHON" -m trainer.run env="$GROUP" model="$MODEL" \
   trainer.device=cuda trainer.n_gpus_per_node=8 trainer.nnodes=1 \
   turngym.warm_start.enable=false \
   data.train_batch_size=64 actor_rollout_ref.rollout.n=8 \

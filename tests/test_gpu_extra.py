@@ -91,3 +91,29 @@ def test_pip_resolves_the_gpu_extra(tmp_path):
     }
     for name, version in RESOLVED.items():
         assert resolved[name] == version
+
+
+def train_gpu_overrides(model: str) -> list[str]:
+    """The overrides examples/train_gpu.sh passes to trainer.run, with this model and the text games."""
+    import shlex
+
+    script = (ROOT / "examples" / "train_gpu.sh").read_text()
+    command = script[script.index("-m trainer.run") :].split('"$@"')[0].replace("\\\n", " ")
+    args = shlex.split(command.replace('"$GROUP"', "text-game").replace('"$MODEL"', model))[2:]
+    return [f"model={model}" if a.startswith("model=") else a for a in args]
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
+def test_gpu_configuration_passes_verls_validation_without_a_gpu(algorithm):
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    from trainer.compose import compose_config
+    from trainer.embedded_model import build_embedded_model
+
+    overrides = train_gpu_overrides(str(build_embedded_model()))
+    assert "trainer.device=cuda" in overrides
+    cfg = compose_config(overrides + [f"algorithm={algorithm}"])
+    assert cfg.trainer.device == "cuda" and cfg.actor_rollout_ref.rollout.name == "sglang"
+    assert cfg.trainer.n_gpus_per_node == 8 and cfg.actor_rollout_ref.actor.strategy == "fsdp2"
+    validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
