@@ -1,20 +1,60 @@
-"""`python -m rollout.eval env=<id> engine=hf|sglang n=<episodes> [key=value ...] [--save traj.jsonl]`
+"""`python -m rollout.eval [env=<id>] [model=<path>] [key=value ...] [--import module] [--save traj.jsonl]`
 
-Keys: model=<hf dir> (hf; default the embedded tiny model), url=<server> (sglang; default
-http://127.0.0.1:30000), tokenizer=<dir> (sglang; default model), group=1, concurrency=64, seed=0,
-temperature=1.0, top_p=1.0, top_k=-1, max_new_tokens=256, max_response_tokens=2048, max_turns=64,
-env.<name>=<value> (env kwargs, e.g. env.difficulty=easy). Prints a progress bar, then a summary.
+model= is a Hugging Face model directory, or what training left: a run folder (outputs/<env>), a
+checkpoints folder, a global_step_N folder or its actor folder; checkpoints are exported once with
+verl's model merger (into global_step_N/actor_hf). Given a run, env= defaults to the run's envs (with
+their kwargs) and the token budgets to the run's; without one, to the training defaults below.
+
+Keys: env=<id> (required unless model= is a run), engine=hf|sglang, model=<path> (hf; default the
+embedded tiny model), url=<server> (sglang; default http://127.0.0.1:30000), tokenizer=<dir> (sglang;
+default model), n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
+top_k=-1, max_response_tokens=256 (everything after the prompt, as training's
+data.max_response_length), max_new_tokens (one turn; default the rest of the budget, as training),
+max_turns=16 (training's multi_turn.max_assistant_turns), env.<name>=<value> (env kwargs, e.g.
+env.difficulty=easy). --import my_pkg.my_envs imports a module first (e.g. one registering envs).
+Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
+is loaded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
+import importlib
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 USAGE = __doc__
+# Training's defaults for the embedded model (trainer/config): the figures compare with training's.
+DEFAULT_MAX_RESPONSE_TOKENS = 256
+DEFAULT_MAX_TURNS = 16
+STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
+INT_KEYS = (
+    "n",
+    "group",
+    "concurrency",
+    "seed",
+    "top_k",
+    "max_new_tokens",
+    "max_response_tokens",
+    "max_turns",
+)
+FLOAT_KEYS = ("temperature", "top_p")
+KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS
+
+
+class UsageError(SystemExit):
+    """A bad command line: the message says what is wrong; the process exits with code 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def _value(text: str) -> Any:
@@ -24,37 +64,138 @@ def _value(text: str) -> Any:
         return text
 
 
+def _unknown_key(key: str) -> str:
+    close = difflib.get_close_matches(key, KEYS, n=2, cutoff=0.6)
+    hint = (
+        f"; did you mean {' or '.join(close)}?" if close else f"; valid keys: {', '.join(KEYS)}, env.<kwarg>"
+    )
+    return f"unknown key {key!r}{hint}"
+
+
+def _typed(key: str, raw: str) -> Any:
+    if key in STRING_KEYS:
+        return raw
+    kind = int if key in INT_KEYS else float
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise UsageError(f"{key}={raw!r} is not a{'n integer' if kind is int else ' number'}") from None
+    if (
+        key in ("n", "group", "concurrency", "max_response_tokens", "max_turns", "max_new_tokens")
+        and value < 1
+    ):
+        raise UsageError(f"{key}={raw} must be >= 1")
+    if key == "temperature" and value < 0 or key == "top_p" and not 0 < value <= 1:
+        raise UsageError(f"{key}={raw} is out of range (temperature >= 0, 0 < top_p <= 1)")
+    return value
+
+
 def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], str | None]:
-    """key=value pairs -> (options, env kwargs, save path)."""
+    """key=value pairs -> (options, env kwargs, save path); ``--import`` modules are in options["import"]."""
     opts: dict[str, Any] = {}
     env_kwargs: dict[str, Any] = {}
+    imports: list[str] = []
     save = None
     it = iter(argv)
     for arg in it:
         if arg in ("-h", "--help"):
             raise SystemExit(USAGE)
-        if arg == "--save":
-            save = next(it, None)
-            if save is None:
-                raise SystemExit("--save needs a path")
+        if arg in ("--save", "--import"):
+            value = next(it, None)
+            if value is None:
+                raise UsageError(f"{arg} needs a value")
+            if arg == "--save":
+                save = value
+            else:
+                imports.append(value)
             continue
-        if arg.startswith("--save="):
-            save = arg.split("=", 1)[1]
+        if arg.startswith(("--save=", "--import=")):
+            name, value = arg[2:].split("=", 1)
+            if name == "save":
+                save = value
+            else:
+                imports.append(value)
             continue
         if "=" not in arg:
-            raise SystemExit(f"expected key=value, got {arg!r}\n\n{USAGE}")
+            raise UsageError(f"expected key=value, got {arg!r} (python -m rollout.eval --help)")
         key, val = arg.split("=", 1)
         if key.startswith("env."):
             env_kwargs[key[4:]] = _value(val)
+        elif key in KEYS:
+            opts[key] = _typed(key, val)
         else:
-            opts[key] = _value(val) if key not in ("env", "model", "url", "tokenizer") else val
-    if "env" not in opts:
-        raise SystemExit(f"env=<id> is required\n\n{USAGE}")
+            raise UsageError(_unknown_key(key))
+    if opts.get("engine", "hf") not in ("hf", "sglang"):
+        raise UsageError(f"engine={opts['engine']!r}; valid choices: hf, sglang")
+    if imports:
+        opts["import"] = imports
+    if "env" not in opts and "model" not in opts:
+        raise UsageError("env=<id> is required (or model=<run folder>, whose envs are evaluated)")
     return opts, env_kwargs, save
 
 
+def import_modules(modules: list[str]) -> None:
+    """Import user modules (e.g. ones registering envs), the working directory first on the path."""
+    if modules and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise UsageError(f"--import {module}: {exc}") from None
+
+
+def run_settings(model: str | None) -> dict[str, Any]:
+    """The env mixture and budgets of the training run a model path belongs to ({} when none)."""
+    if not model:
+        return {}
+    from omegaconf import OmegaConf
+
+    from rollout.checkpoint_export import RUN_CONFIG, RUN_RECORD, run_dir
+
+    run = run_dir(Path(model).expanduser().resolve())
+    if run is None:
+        return {}
+    settings: dict[str, Any] = {"run": str(run)}
+    if (run / RUN_RECORD).is_file():
+        settings["envs"] = json.loads((run / RUN_RECORD).read_text()).get("env", [])
+    if (run / RUN_CONFIG).is_file():
+        cfg = OmegaConf.load(run / RUN_CONFIG)
+        length = OmegaConf.select(cfg, "data.max_response_length", default=None)
+        turns = OmegaConf.select(
+            cfg, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns", default=None
+        )
+        if isinstance(length, int):
+            settings["max_response_tokens"] = length
+        if isinstance(turns, int):
+            settings["max_turns"] = turns
+    return settings
+
+
+def eval_plan(opts: dict[str, Any], env_kwargs: dict[str, Any], settings: dict[str, Any]) -> list[dict]:
+    """[{id, kwargs}] to evaluate, every id checked and every env built once (before any model loads)."""
+    import envs
+
+    if "env" in opts:
+        plan = [{"id": opts["env"], "kwargs": dict(env_kwargs)}]
+    elif settings.get("envs"):
+        plan = [{"id": e["id"], "kwargs": {**e.get("kwargs", {}), **env_kwargs}} for e in settings["envs"]]
+    else:
+        raise UsageError(f"env=<id> is required: {opts['model']} is not a run folder with a run.json")
+    for entry in plan:
+        try:
+            envs.spec(entry["id"])
+        except envs.UnknownEnvError as exc:
+            raise UsageError(f"env={entry['id']}: {exc.args[0] if exc.args else exc}") from None
+        try:
+            envs.make(entry["id"], **entry["kwargs"]).close()
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"env={entry['id']} with {entry['kwargs']}: {exc}") from None
+    return plan
+
+
 def build_engine(opts: dict[str, Any]):
-    """(engine, tokenizer) for engine=hf|sglang."""
+    """(engine, tokenizer, tokenizer path) for engine=hf|sglang."""
     from transformers import AutoTokenizer
 
     kind = opts.get("engine", "hf")
@@ -62,19 +203,19 @@ def build_engine(opts: dict[str, Any]):
         from rollout.hf_engine import HFEngine
 
         engine = HFEngine(opts.get("model"), seed=int(opts.get("seed", 0)))
-        return engine, engine.tokenizer
-    if kind == "sglang":
-        from rollout.sglang_engine import SGLangEngine
+        return engine, engine.tokenizer, engine.name
+    from rollout.sglang_engine import SGLangEngine
 
-        tok_path = opts.get("tokenizer") or opts.get("model")
-        if tok_path is None:
-            from trainer.embedded_model import build_embedded_model
+    tok_path = opts.get("tokenizer") or opts.get("model")
+    if tok_path is None:
+        from trainer.embedded_model import build_embedded_model  # as HFEngine's default model
 
-            tok_path = build_embedded_model()
-        return SGLangEngine(opts.get("url", "http://127.0.0.1:30000")), AutoTokenizer.from_pretrained(
-            tok_path
-        )
-    raise SystemExit(f"engine must be hf or sglang, got {kind!r}")
+        tok_path = build_embedded_model()
+    return (
+        SGLangEngine(opts.get("url", "http://127.0.0.1:30000")),
+        AutoTokenizer.from_pretrained(tok_path),
+        str(tok_path),
+    )
 
 
 def format_summary(summary: dict[str, float], wall: float) -> str:
@@ -90,57 +231,101 @@ def format_summary(summary: dict[str, float], wall: float) -> str:
     return "\n".join(lines)
 
 
+def save_trajectories(trajectories: list, path: str, model: str | None, tokenizer: str) -> None:
+    """JSONL with the model and tokenizer on every line, so `rollout.view` decodes with the right one."""
+    with open(path, "w", encoding="utf-8") as f:
+        for t in trajectories:
+            record = t.to_dict()
+            record["model"] = model
+            record["tokenizer"] = tokenizer
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    """Run the evaluation and print the summary; returns the summary dict."""
+    """Run the evaluation and print the summary; returns the summary dict (of the last env evaluated)."""
     from tqdm import tqdm
 
-    from rollout.collect import acollect, summarize
+    from rollout.collection import acollect, summarize
     from rollout.episode import EpisodeConfig
-    from rollout.trajectory import save_jsonl
 
     opts, env_kwargs, save = parse_args(sys.argv[1:] if argv is None else argv)
-    engine, tokenizer = build_engine(opts)
+    import_modules(opts.get("import", []))
+    if opts.get("model") and opts.get("engine", "hf") == "hf":
+        from rollout.checkpoint_export import CheckpointError, resolve_model
+
+        settings = run_settings(opts["model"])
+        plan = eval_plan(opts, env_kwargs, settings)
+        try:
+            opts["model"] = str(resolve_model(opts["model"]))
+        except CheckpointError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        settings = {}
+        plan = eval_plan(opts, env_kwargs, settings)
+    engine, tokenizer, tokenizer_path = build_engine(opts)
     n = int(opts.get("n", 8))
     cfg = EpisodeConfig(
-        max_turns=int(opts.get("max_turns", 64)),
-        max_new_tokens=int(opts.get("max_new_tokens", 256)),
-        max_response_tokens=int(opts.get("max_response_tokens", 2048)),
+        max_turns=int(opts.get("max_turns", settings.get("max_turns", DEFAULT_MAX_TURNS))),
+        max_new_tokens=opts.get("max_new_tokens"),
+        max_response_tokens=int(
+            opts.get("max_response_tokens", settings.get("max_response_tokens", DEFAULT_MAX_RESPONSE_TOKENS))
+        ),
     )
+    if settings.get("run"):
+        print(
+            f"run {settings['run']}: max_response_tokens={cfg.max_response_tokens}, max_turns={cfg.max_turns}"
+        )
     sampling = {k: opts[k] for k in ("temperature", "top_p", "top_k") if k in opts}
     sampling.setdefault("temperature", 1.0)
-    bar = tqdm(total=n, desc=f"{opts['env']} ({opts.get('engine', 'hf')})", unit="ep")
+    everything: list = []
+    summary: dict[str, float] = {}
+    for entry in plan:
+        bar = tqdm(total=n, desc=f"{entry['id']} ({opts.get('engine', 'hf')})", unit="ep")
 
-    def tick(traj):
-        bar.update(1)
-        bar.set_postfix(reward=f"{traj.total_reward:.2f}", turns=traj.num_turns)
+        def tick(traj, bar=bar):
+            bar.update(1)
+            bar.set_postfix(reward=f"{traj.total_reward:.2f}", turns=traj.num_turns)
 
-    t0 = time.perf_counter()
-    batch = asyncio.run(
-        acollect(
-            opts["env"],
-            engine,
-            tokenizer,
-            n,
-            group_size=int(opts.get("group", 1)),
-            concurrency=int(opts.get("concurrency", 64)),
-            seed=int(opts.get("seed", 0)),
-            env_kwargs=env_kwargs,
-            sampling_params=sampling,
-            config=cfg,
-            on_episode=tick,
+        t0 = time.perf_counter()
+        batch = asyncio.run(
+            acollect(
+                entry["id"],
+                engine,
+                tokenizer,
+                n,
+                group_size=int(opts.get("group", 1)),
+                concurrency=int(opts.get("concurrency", 64)),
+                seed=int(opts.get("seed", 0)),
+                env_kwargs=entry["kwargs"],
+                sampling_params=sampling,
+                config=cfg,
+                on_episode=tick,
+            )
         )
-    )
-    wall = time.perf_counter() - t0
-    bar.close()
-    summary = summarize(batch)
-    print(format_summary(summary, wall))
-    for t in batch.failed[:3]:
-        print(f"failed episode (seed {t.seed}): {t.error}", file=sys.stderr)
+        wall = time.perf_counter() - t0
+        bar.close()
+        summary = summarize(batch)
+        if len(plan) > 1:
+            print(f"{entry['id']} {entry['kwargs'] or ''}")
+        print(format_summary(summary, wall))
+        for t in batch.failed[:3]:
+            print(f"failed episode (seed {t.seed}): {t.error}", file=sys.stderr)
+        everything += list(batch) + list(batch.failed)
     if save:
-        save_jsonl(list(batch) + list(batch.failed), save)
-        print(f"saved {len(batch) + len(batch.failed)} trajectories to {save}")
+        save_trajectories(everything, save, opts.get("model"), str(tokenizer_path))
+        print(f"saved {len(everything)} trajectories to {save} (view: python -m rollout.view {save})")
     return summary
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """Command-line entry: usage errors print one line and exit with code 2."""
+    try:
+        main(argv)
+    except UsageError as exc:
+        print(f"rollout.eval: {exc.message}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

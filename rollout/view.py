@@ -1,13 +1,21 @@
 """`python -m rollout.view traj.jsonl -o traj.html`: episodes as HTML, trained vs env tokens coloured apart.
 
-Prompt tokens are grey, generated (trained, loss mask 1) tokens green, env/tool/template tokens
-(mask 0) blue; each turn's reward is shown as a badge on the token that carries it.
+The page opens with a summary (episodes, mean reward, success rate, turns), a table per env and an
+index linking to every episode. Prompt tokens are grey, generated (trained, loss mask 1) tokens green,
+env/tool/template tokens (mask 0) blue; each turn's reward is shown as a badge on the token that
+carries it. Tokens are decoded with the tokenizer the file records (``rollout.eval --save`` writes
+it on every line), else ``--tokenizer``, else the embedded tiny model's.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import json
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from rollout.trajectory import Trajectory, load_jsonl
@@ -20,6 +28,8 @@ body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}
 .p{color:#888}.g{background:#d8f5d0}.e{background:#dde8fb}
 .r{background:#333;color:#fff;border-radius:3px;padding:0 3px;margin-left:2px;font-size:10px}
 .legend span{padding:0 6px;margin-right:6px}
+table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}
+th:first-child,td:first-child{text-align:left}.index a{margin-right:.6em}.fail{color:#b00}
 """
 
 
@@ -29,19 +39,70 @@ def _token_pieces(tokenizer: Any, ids: list[int]) -> list[str]:
     return [tokenizer.decode([t], skip_special_tokens=False) for t in ids]
 
 
+def _rate(values: list[bool]) -> str:
+    return f"{sum(values) / len(values):.2f}" if values else "-"
+
+
+def _row(name: str, trajs: list[Trajectory]) -> str:
+    rewards = [t.total_reward for t in trajs]
+    ok = [t for t in trajs if not t.error]
+    judged = [bool(t.success) for t in ok if t.success is not None or t.termination != "terminated"]
+    cells = [
+        html.escape(name),
+        str(len(trajs)),
+        str(len(trajs) - len(ok)),
+        f"{statistics.fmean(rewards):.3f}" if rewards else "-",
+        _rate(judged),
+        f"{statistics.fmean(t.num_turns for t in trajs):.2f}" if trajs else "-",
+    ]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def summary_html(trajectories: list[Trajectory]) -> str:
+    """Summary table (all episodes, then one row per env and kwargs) and an index of episode links."""
+    by_env: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        kwargs = getattr(t, "env_kwargs", None)
+        by_env[f"{t.env_id} {json.dumps(kwargs, sort_keys=True)}" if kwargs else str(t.env_id)].append(t)
+    head = "".join(f"<th>{h}</th>" for h in ("env", "episodes", "failed", "reward mean", "success", "turns"))
+    rows = [_row("all", trajectories)] + [_row(name, ts) for name, ts in sorted(by_env.items())]
+    links = []
+    for k, t in enumerate(trajectories):
+        mark = " fail" if t.error or t.success is False else ""
+        reward = t.total_reward if math.isfinite(t.total_reward) else float("nan")
+        links.append(
+            f"<a class='{mark.strip()}' href='#ep{k}' title='{html.escape(str(t.env_id))} seed {t.seed}'>"
+            f"#{k}&nbsp;{reward:+.2f}</a>"
+        )
+    return (
+        f"<h2>Summary</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+        f"<h2>Episodes</h2><div class='index'>{' '.join(links)}</div>"
+    )
+
+
+def recorded_tokenizer(path: str) -> str | None:
+    """The tokenizer a trajectories file names (``rollout.eval --save`` writes it on every line)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                return json.loads(line).get("tokenizer")
+    return None
+
+
 def render_html(
     trajectories: list[Trajectory], tokenizer: Any = None, title: str = "turngym trajectories"
 ) -> str:
     """One HTML page for the given trajectories."""
     out = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style>"]
     out.append(f"<h1>{html.escape(title)}</h1>")
+    out.append(summary_html(trajectories))
     out.append("<div class='legend'><span class='p'>prompt</span><span class='g'>generated (trained)</span>")
     out.append(
         "<span class='e'>env / tool / template (not trained)</span><span class='r'>reward</span></div>"
     )
     for k, t in enumerate(trajectories):
         rewards = dict(zip(t.reward_positions, t.rewards, strict=True))
-        out.append("<div class='ep'>")
+        out.append(f"<div class='ep' id='ep{k}'>")
         out.append(
             f"<div class='head'>#{k} {html.escape(str(t.env_id))} seed={t.seed} return={t.total_reward:.3f} "
             f"turns={t.num_turns} end={html.escape(t.termination)}"
@@ -68,12 +129,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rollout.view", description=__doc__.split("\n")[0])
     parser.add_argument("path", help="trajectories JSONL (from rollout.eval --save)")
     parser.add_argument("-o", "--output", default=None, help="HTML file (default: <path>.html)")
-    parser.add_argument("--tokenizer", default=None, help="tokenizer dir (default: the embedded tiny model)")
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        help="tokenizer dir (default: the one the file records, else the embedded model)",
+    )
     parser.add_argument("--limit", type=int, default=200, help="at most this many episodes")
     args = parser.parse_args(argv)
     from transformers import AutoTokenizer
 
-    tok_path = args.tokenizer
+    tok_path = args.tokenizer or recorded_tokenizer(args.path)
+    if tok_path is not None and not Path(tok_path).is_dir():
+        raise SystemExit(
+            f"tokenizer {tok_path} (recorded in {args.path}) is not a directory; pass --tokenizer DIR"
+        )
     if tok_path is None:
         from trainer.embedded_model import build_embedded_model
 

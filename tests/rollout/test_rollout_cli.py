@@ -1,5 +1,7 @@
 """rollout.eval and rollout.view end to end (HFEngine in-process, SGLangEngine against rollout.serve)."""
 
+import json
+
 import pytest
 
 from rollout import eval as rollout_eval
@@ -28,12 +30,18 @@ def test_eval_hf_saves_and_view_renders(tmp_path, capsys, model_path):
     assert summary["episodes"] == 3
     trajs = load_jsonl(str(out))
     assert len(trajs) == 3 and len({t.group for t in trajs}) == 1
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["tokenizer"] == str(model_path) and first["model"] == str(model_path)
+    assert view.recorded_tokenizer(str(out)) == str(model_path)
     html_path = tmp_path / "traj.html"
-    view.main([str(out), "-o", str(html_path), "--tokenizer", str(model_path)])
+    view.main([str(out), "-o", str(html_path)])  # decodes with the tokenizer the file records
     page = html_path.read_text()
     assert (
         page.count("class='ep'") == 3 and "class='g'" in page and "class='e'" in page and "class='r'" in page
     )
+    assert "<h2>Summary</h2>" in page and "<td>guess-number-v0</td>" in page
+    assert all(f"href='#ep{k}'" in page and f"id='ep{k}'" in page for k in range(3))
+    assert "[" not in page.split("<div class='toks'>")[1][:40]  # real token text, not [id] placeholders
 
 
 def test_eval_sglang_engine_against_server(served_url, capsys):
@@ -53,7 +61,63 @@ def test_eval_sglang_engine_against_server(served_url, capsys):
 def test_eval_usage_errors():
     with pytest.raises(SystemExit, match="env=<id> is required"):
         rollout_eval.parse_args(["n=3"])
+    with pytest.raises(SystemExit, match="did you mean temperature"):
+        rollout_eval.parse_args(["env=x", "temprature=0.5"])
+    with pytest.raises(SystemExit, match="not an integer"):
+        rollout_eval.parse_args(["env=x", "n=many"])
+    with pytest.raises(SystemExit, match="out of range"):
+        rollout_eval.parse_args(["env=x", "top_p=0"])
     opts, env_kwargs, save = rollout_eval.parse_args(
         ["env=x", "n=3", "env.difficulty=easy", "--save=a.jsonl"]
     )
     assert opts == {"env": "x", "n": 3} and env_kwargs == {"difficulty": "easy"} and save == "a.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["env=guess-numbr-v0"], "Did you mean 'guess-number-v0'"),
+        (["env=guess-number-v0", "temprature=0.5"], "did you mean temperature?"),
+        (["env=guess-number-v0", "env.difficulty=impossible"], "unknown difficulty"),
+        (["env=guess-number-v0", "model=/nonexistent"], "does not exist"),
+        (["env=countdown-v0", "--import", "no_such_module_xyz"], "--import no_such_module_xyz"),
+    ],
+)
+def test_bad_eval_input_exits_2_in_one_line_before_loading_a_model(argv, needle, capsys, monkeypatch):
+    import rollout.hf_engine
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(rollout.hf_engine, "HFEngine", refuse)
+    assert rollout_eval.cli(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and err[0].startswith("rollout.eval: ")
+
+
+def test_eval_defaults_are_trainings_budgets():
+    assert rollout_eval.DEFAULT_MAX_RESPONSE_TOKENS == 256 and rollout_eval.DEFAULT_MAX_TURNS == 16
+    from omegaconf import OmegaConf
+
+    from trainer.compose import CONFIG_DIR
+
+    embedded = OmegaConf.load(CONFIG_DIR / "embedded_model.yaml")
+    assert embedded.data.max_response_length == rollout_eval.DEFAULT_MAX_RESPONSE_TOKENS
+    base = OmegaConf.load(CONFIG_DIR / "turngym.yaml")
+    assert base.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == rollout_eval.DEFAULT_MAX_TURNS
+
+
+def test_eval_reads_a_runs_envs_and_budgets(tmp_path):
+    (tmp_path / "run.json").write_text(
+        json.dumps({"env": [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "hard"}}]})
+    )
+    (tmp_path / "config.yaml").write_text(
+        "data:\n  max_response_length: 128\nactor_rollout_ref:\n  rollout:\n    multi_turn:\n"
+        "      max_assistant_turns: 5\n"
+    )
+    step = tmp_path / "checkpoints" / "global_step_2" / "actor"
+    step.mkdir(parents=True)
+    settings = rollout_eval.run_settings(str(step))
+    assert settings["max_response_tokens"] == 128 and settings["max_turns"] == 5
+    plan = rollout_eval.eval_plan({"model": str(step)}, {"max_turns": 3}, settings)
+    assert plan == [{"id": "guess-number-v0", "kwargs": {"difficulty": "hard", "max_turns": 3}}]

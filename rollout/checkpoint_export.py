@@ -1,0 +1,118 @@
+"""Turn what a training run leaves behind into a Hugging Face model directory an engine can load.
+
+``resolve_model(path)`` accepts a Hugging Face model directory (used as is), a run folder
+(``outputs/<env>``: its latest checkpoint), a checkpoints folder, a ``global_step_N`` folder, an
+FSDP actor folder (``.../actor``) or the config-only ``.../actor/huggingface`` folder verl writes
+beside the shards. Shards are merged by verl's own model merger (``python -m verl.model_merger``)
+into ``global_step_N/actor_hf/``, once: later calls reuse it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+LATEST = "latest_checkpointed_iteration.txt"
+EXPORT_DIR = "actor_hf"
+COMPLETE = ".turngym-export-complete"
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
+# verl writes these when a run starts (rollout never imports trainer; it only reads its files).
+RUN_RECORD = "run.json"
+RUN_CONFIG = "config.yaml"
+
+
+class CheckpointError(ValueError):
+    """A path that is neither a model directory nor a turngym/verl checkpoint; the message says what it is."""
+
+
+def is_hf_model_dir(path: Path) -> bool:
+    """A directory with a model config and weights (what ``from_pretrained`` loads)."""
+    return (path / "config.json").is_file() and any(
+        next(path.glob(pattern), None) for pattern in WEIGHT_PATTERNS
+    )
+
+
+def _is_actor_dir(path: Path) -> bool:
+    return any(path.glob("model_world_size_*_rank_*.pt"))
+
+
+def latest_step_dir(checkpoints: Path) -> Path:
+    """``<checkpoints>/global_step_<N>`` for the step named in ``latest_checkpointed_iteration.txt``."""
+    try:
+        step = int((checkpoints / LATEST).read_text().strip())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(
+            f"{checkpoints}: no readable {LATEST}; is this a training run's folder?"
+        ) from exc
+    return checkpoints / f"global_step_{step}"
+
+
+def actor_dir(path: Path) -> Path | None:
+    """The FSDP actor folder a run/checkpoint path points at, or None when it is not a checkpoint."""
+    if path.name == "huggingface" and _is_actor_dir(path.parent):
+        return path.parent
+    if _is_actor_dir(path):
+        return path
+    if _is_actor_dir(path / "actor"):
+        return path / "actor"
+    for checkpoints in (path, path / "checkpoints"):
+        if (checkpoints / LATEST).exists():
+            return actor_dir(latest_step_dir(checkpoints))
+    return None
+
+
+def run_dir(path: Path) -> Path | None:
+    """The run folder (with ``run.json``) a model path lies in, if any: its env settings and budgets."""
+    for candidate in (path, *path.parents):
+        if (candidate / RUN_RECORD).is_file() or (candidate / "checkpoints" / LATEST).exists():
+            return candidate
+    return None
+
+
+def export_actor(actor: Path, target: Path | None = None) -> Path:
+    """Merge an FSDP actor checkpoint into a Hugging Face directory with verl's merger; cached."""
+    target = target or actor.parent / EXPORT_DIR
+    if (target / COMPLETE).exists() and is_hf_model_dir(target):
+        return target
+    env = dict(os.environ)
+    repo = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+    if not _cuda_available():
+        # verl has no CPU platform of its own: the merger loads turngym's through verl's plugin hook.
+        env.update(VERL_USE_EXTERNAL_MODULES="trainer.cpu", VERL_PLATFORM="cpu")
+    cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp"]
+    cmd += ["--local_dir", str(actor), "--target_dir", str(target)]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if result.returncode != 0 or not is_hf_model_dir(target):
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CheckpointError(f"exporting {actor} with verl's model merger failed: {last}")
+    (target / COMPLETE).write_text(json.dumps({"source": str(actor)}) + "\n")
+    return target
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+def resolve_model(path: str | Path) -> Path:
+    """A Hugging Face model directory for any model/run/checkpoint path, exported when needed."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise CheckpointError(f"model={path}: the path does not exist")
+    if is_hf_model_dir(path):
+        return path
+    actor = actor_dir(path)
+    if actor is None:
+        raise CheckpointError(
+            f"model={path}: neither a Hugging Face model directory (config.json + weights) nor a run, "
+            "checkpoint or actor folder"
+        )
+    return export_actor(actor)
