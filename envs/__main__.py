@@ -1,4 +1,4 @@
-"""`python -m envs list | play ID | experts`: list envs, play one in the terminal, evaluate the experts.
+"""`python -m envs list | play ID | experts | serve`: list envs, play one, evaluate the experts, serve them over HTTP.
 
 `--import my_pkg.my_envs` (repeatable, any subcommand) imports a module first, e.g. one that calls
 `envs.register`, so its envs can be listed and played: `python -m envs play my-env-v0 --import my_pkg.my_envs`.
@@ -74,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     experts.add_argument("--category", default=None, help="only this category (default: all)")
     experts.add_argument("--episodes", type=int, default=20, help="seeds per env and difficulty")
+    serve = sub.add_parser(
+        "serve", help="serve every registered env over HTTP (one session per episode)", parents=[imports]
+    )
+    from envs.remote import add_serve_arguments
+
+    add_serve_arguments(serve)
     args = parser.parse_args(argv)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -85,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "list":
         return _list(args.category)
+    if args.command == "serve":
+        from envs.remote.server import serve as run_server
+
+        return run_server(args)
     if args.command == "experts":
         from envs.expert_evaluation import evaluate_experts, format_table
 

@@ -1,0 +1,42 @@
+"""Envs as services: `python -m envs serve` serves every registered env over HTTP; `RemoteEnv` drives one.
+
+`envs.make(env_id, remote="http://host:port", **kwargs)` returns a `RemoteEnv` that behaves like
+`envs.make(env_id, **kwargs)`. HTTP libraries load only when a server or client is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from envs.remote.wire import RemoteEnvError
+
+
+def make_remote(env_id: str, *, remote: str, remote_token: str | None = None, **kwargs: Any):
+    """A `RemoteEnv` for `env_id` on the server at `remote` (what `envs.make(..., remote=url)` returns)."""
+    from envs.remote.client import RemoteEnv
+
+    if not isinstance(remote, str) or not remote.startswith(("http://", "https://")):
+        raise ValueError(f"remote= must be the env server's URL (http://host:port), got {remote!r}")
+    return RemoteEnv(env_id, remote, token=remote_token, **kwargs)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `serve` subcommand's options."""
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: loopback only)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--token", default=None, help="require `Authorization: Bearer TOKEN` on every route but /health"
+    )
+    parser.add_argument("--max-sessions", type=int, default=256, help="open sessions at most (503 beyond)")
+    parser.add_argument("--max-concurrency", type=int, default=64, help="env calls running at once")
+    parser.add_argument(
+        "--max-queue", type=int, default=None, help="env calls waiting beyond those (429 beyond)"
+    )
+    parser.add_argument(
+        "--idle-timeout", type=float, default=600.0, help="seconds before an idle session is closed"
+    )
+    parser.add_argument("--log-level", default="warning")
+
+
+__all__ = ["RemoteEnvError", "add_serve_arguments", "make_remote"]

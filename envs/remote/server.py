@@ -1,0 +1,546 @@
+"""`python -m envs serve --port 8000`: every registered env over HTTP, one session per episode.
+
+Routes (JSON in, JSON out; every failure is `{"error": {"code", "message"}}` with a fitting status):
+
+    GET    /health                         status, sessions open, requests running (OpenEnv's `/health`)
+    GET    /schema, /metadata              OpenEnv's action/observation/state schemas and server metadata
+    GET    /v1/envs                        the registry: id, category, description, max_turns
+    POST   /v1/sessions                    {"env_id", "kwargs", "max_turns", "format_penalty"} -> session id
+    POST   /v1/sessions/{id}/reset         {"seed", "options"} -> {"observation": {"messages"}, "info", ...}
+    POST   /v1/sessions/{id}/step          {"action"} -> {"observation", "reward", "done", "terminated", ...}
+    GET    /v1/sessions/{id}/tools         tool schemas;  GET .../expert_action, .../render, .../state
+    DELETE /v1/sessions/{id}               close the env
+
+Load and faults: at most `max_sessions` sessions are open (503 `sessions_full` beyond, with Retry-After);
+at most `max_concurrency` env calls run at once and `max_queue` wait (429 `busy` beyond); a session idle
+for `idle_timeout_s` is closed (later calls get 410 `session_expired`); two calls at once on one session
+get 409 `session_busy`. Env calls that block (make, reset, close, the expert) run in worker threads;
+`step` awaits the env's `astep`, as the rollout does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import hmac
+import json
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import envs
+from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
+from envs.remote.wire import decode_action, error_body, to_json
+
+_MB = 1024 * 1024
+# Kwargs that would hand the server's process to the client (objects cannot cross JSON anyway).
+_REFUSED_KWARGS = ("render_mode",)
+
+
+class RequestError(Exception):
+    """A refused request: HTTP status, machine-readable code, one clear sentence."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None, **extra: Any):
+        super().__init__(message)
+        self.status, self.code, self.message, self.retry_after, self.extra = (
+            status,
+            code,
+            message,
+            retry_after,
+            extra,
+        )
+
+
+@dataclass
+class Session:
+    """One client's env: its lock (one call at a time) and when it was last used."""
+
+    id: str
+    env_id: str
+    env: Any
+    created: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    steps: int = 0
+
+
+class SessionTable:
+    """Open sessions, bounded; idle ones expire; ids of expired ones are remembered to say so."""
+
+    def __init__(self, max_sessions: int, idle_timeout_s: float):
+        self.max_sessions, self.idle_timeout_s = max_sessions, idle_timeout_s
+        self.open: dict[str, Session] = {}
+        self.reserved = 0  # sessions being made (counted against the bound before `make` returns)
+        self.gone: collections.OrderedDict[str, str] = collections.OrderedDict()
+
+    def reserve(self) -> None:
+        """Count a session being made, or refuse with 503 when the table is full."""
+        if len(self.open) + self.reserved >= self.max_sessions:
+            retry = max(1, min(60, math.ceil(self.idle_timeout_s / 4)))
+            raise RequestError(
+                503,
+                "sessions_full",
+                f"server full: {len(self.open) + self.reserved} of {self.max_sessions} sessions open; close "
+                f"finished sessions (DELETE /v1/sessions/<id>) or retry after {retry}s",
+                retry_after=retry,
+            )
+        self.reserved += 1
+
+    def get(self, session_id: str) -> Session:
+        """The open session `session_id`, or 404 / 410 saying it never existed or has expired."""
+        session = self.open.get(session_id)
+        if session is not None:
+            return session
+        why = self.gone.get(session_id)
+        if why is not None:
+            raise RequestError(410, f"session_{why}", f"session {session_id!r} was {why}; create a new one")
+        raise RequestError(404, "unknown_session", f"no session {session_id[:80]!r} on this server")
+
+    def forget(self, session_id: str, why: str) -> Session | None:
+        """Take a session out of the table, remembering (boundedly) why it went."""
+        session = self.open.pop(session_id, None)
+        if session is not None:
+            self.gone[session_id] = why
+            while len(self.gone) > 10_000:
+                self.gone.popitem(last=False)
+        return session
+
+    def idle(self, now: float) -> list[Session]:
+        """Sessions unused for longer than the idle timeout and not in a call right now."""
+        return [
+            s for s in self.open.values() if now - s.last_used > self.idle_timeout_s and not s.lock.locked()
+        ]
+
+
+class Gate:
+    """At most `concurrency` env calls at once and `queue` waiting; the rest get 429 at once."""
+
+    def __init__(self, concurrency: int, queue: int):
+        self.concurrency, self.queue = concurrency, queue
+        self.admitted = 0
+        self.running = 0
+        self._sem: asyncio.Semaphore | None = None  # made on first use: it belongs to the serving loop
+
+    async def __aenter__(self) -> None:
+        if self.admitted >= self.concurrency + self.queue:
+            raise RequestError(
+                429,
+                "busy",
+                f"server busy: {self.running} env calls running and {self.admitted - self.running} waiting "
+                f"(limits {self.concurrency} and {self.queue}); retry after 1s",
+                retry_after=1,
+            )
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.concurrency)
+        self.admitted += 1
+        try:
+            await self._sem.acquire()
+        except BaseException:
+            self.admitted -= 1
+            raise
+        self.running += 1
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.running -= 1
+        self.admitted -= 1
+        assert self._sem is not None
+        self._sem.release()
+
+
+def _json_response(content: Any, status: int = 200, headers: dict[str, str] | None = None):
+    from starlette.responses import Response
+
+    return Response(to_json(content), status_code=status, media_type="application/json", headers=headers)
+
+
+def _error_response(exc: RequestError):
+    headers = {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after is not None else None
+    return _json_response(error_body(exc.code, exc.message, **exc.extra), exc.status, headers)
+
+
+async def _read_json(request, max_bytes: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    too_big = f"request body is over this server's maximum of {max_bytes / _MB:g} MB"
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(413, "body_too_large", too_big)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise RequestError(413, "body_too_large", too_big)
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RequestError(400, "bad_request", f"body is not JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError(400, "bad_request", "body is nested too deeply to parse") from None
+    if not isinstance(body, dict):
+        raise RequestError(400, "bad_request", f"body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _env_error(exc: Exception) -> RequestError:
+    # The exception's type travels with it, so the client raises what the local env would have raised.
+    kind = type(exc).__name__
+    if isinstance(exc, InvalidOptions):
+        return RequestError(400, "bad_options", str(exc), exception="InvalidOptions")
+    if isinstance(exc, ResetNeeded):
+        return RequestError(409, "reset_needed", str(exc), exception="ResetNeeded")
+    if isinstance(exc, UnknownEnvError):
+        return RequestError(404, "unknown_env", str(exc), exception="UnknownEnvError")
+    if isinstance(exc, NotImplementedError):
+        return RequestError(501, "not_implemented", str(exc) or kind, exception="NotImplementedError")
+    if isinstance(exc, ValueError | TypeError):
+        return RequestError(400, "bad_arguments", str(exc), exception=kind)
+    return RequestError(500, "env_error", f"the env raised {kind}: {exc}", exception=kind)
+
+
+def create_app(
+    *,
+    max_sessions: int = 256,
+    max_concurrency: int = 64,
+    max_queue: int | None = None,
+    idle_timeout_s: float = 600.0,
+    token: str | None = None,
+    max_body_mb: float = 16.0,
+):
+    """The Starlette app serving every registered env (see the module docstring for routes and limits)."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.routing import Route
+
+    table = SessionTable(max_sessions, idle_timeout_s)
+    gate = Gate(max_concurrency, 4 * max_concurrency if max_queue is None else max_queue)
+    max_bytes = int(max_body_mb * _MB)
+    stats = {"sessions_created": 0, "sessions_expired": 0, "steps": 0, "rejected": 0}
+
+    def guarded(handler):
+        async def endpoint(request):
+            if token is not None and request.url.path != "/health":
+                given = request.headers.get("authorization", "")
+                if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                    return _error_response(
+                        RequestError(
+                            401, "unauthorized", "missing or wrong token (Authorization: Bearer ...)"
+                        )
+                    )
+            try:
+                return await handler(request)
+            except RequestError as exc:
+                if exc.status in (429, 503):
+                    stats["rejected"] += 1
+                return _error_response(exc)
+
+        return endpoint
+
+    async def health(_request):
+        return _json_response(
+            {
+                "status": "healthy",
+                "protocol": "v1",
+                "sessions": len(table.open),
+                "max_sessions": max_sessions,
+                "running": gate.running,
+                "waiting": gate.admitted - gate.running,
+                "max_concurrency": max_concurrency,
+                "idle_timeout_s": idle_timeout_s,
+                **stats,
+            }
+        )
+
+    async def schema(_request):
+        from envs.remote.openenv import SCHEMAS
+
+        return _json_response(SCHEMAS)
+
+    async def metadata(_request):
+        return _json_response(
+            {
+                "name": "turngym",
+                "description": f"turngym env server: {len(envs.list_envs())} envs, one session per episode",
+                "version": "v1",
+            }
+        )
+
+    async def list_all(_request):
+        return _json_response(
+            {
+                "envs": [
+                    {
+                        "id": s.id,
+                        "category": s.category,
+                        "description": s.description,
+                        "max_turns": s.max_turns,
+                    }
+                    for s in envs.list_envs()
+                ]
+            }
+        )
+
+    async def create(request):
+        body = await _read_json(request, max_bytes)
+        env_id = body.get("env_id")
+        if not isinstance(env_id, str):
+            raise RequestError(400, "bad_request", "`env_id` (a registered env id) is required")
+        kwargs = body.get("kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise RequestError(400, "bad_request", "`kwargs` must be an object of constructor options")
+        for key in _REFUSED_KWARGS:
+            if key in kwargs:
+                raise RequestError(400, "bad_arguments", f"{key}= cannot be set on a remote env")
+        for key in ("max_turns", "format_penalty"):
+            if body.get(key) is not None:
+                kwargs[key] = body[key]
+        try:
+            envs.spec(env_id)
+        except UnknownEnvError as exc:
+            raise _env_error(exc) from None
+        table.reserve()
+        try:
+            async with gate:
+                env = await asyncio.to_thread(envs.make, env_id, **kwargs)
+        except RequestError:
+            raise
+        except Exception as exc:
+            raise _env_error(exc) from None
+        finally:
+            table.reserved -= 1
+        session = Session(uuid.uuid4().hex, env_id, env)
+        table.open[session.id] = session
+        stats["sessions_created"] += 1
+        unwrapped = env.unwrapped
+        return _json_response(
+            {
+                "session_id": session.id,
+                "env_id": env_id,
+                "tool_schemas": list(getattr(unwrapped, "tool_schemas", None) or []),
+                "max_action_chars": getattr(unwrapped, "max_action_chars", None),
+                "render_modes": list(unwrapped.metadata.get("render_modes", [])),
+                "idle_timeout_s": idle_timeout_s,
+            },
+            201,
+        )
+
+    async def in_session(request, work):
+        session = table.get(request.path_params["session_id"])
+        if session.lock.locked():
+            raise RequestError(
+                409, "session_busy", "another call on this session is still running; one at a time"
+            )
+        async with session.lock:
+            session.last_used = time.monotonic()
+            try:
+                async with gate:
+                    return await work(session)
+            finally:
+                session.last_used = time.monotonic()
+
+    async def reset(request):
+        body = await _read_json(request, max_bytes)
+        seed, options = body.get("seed"), body.get("options")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise RequestError(
+                400, "bad_request", f"`seed` must be a whole number >= 0 or null, got {seed!r}"
+            )
+
+        async def work(session: Session):
+            try:
+                messages, info = await asyncio.to_thread(session.env.reset, seed=seed, options=options)
+            except Exception as exc:
+                raise _env_error(exc) from None
+            session.steps = 0
+            return _json_response(
+                {"observation": {"messages": messages}, "reward": None, "done": False, "info": info}
+            )
+
+        return await in_session(request, work)
+
+    async def step(request):
+        body = await _read_json(request, max_bytes)
+        if "action" not in body and "action_type" not in body:
+            raise RequestError(400, "bad_request", "`action` (the assistant's text or message) is required")
+        try:
+            action = decode_action(body)
+        except ValueError as exc:
+            raise RequestError(400, "bad_request", str(exc)) from None
+
+        async def work(session: Session):
+            try:
+                messages, reward, terminated, truncated, info = await session.env.astep(action)
+            except Exception as exc:
+                raise _env_error(exc) from None
+            session.steps += 1
+            stats["steps"] += 1
+            return _json_response(
+                {
+                    "observation": {"messages": messages},
+                    "reward": reward,
+                    "done": bool(terminated or truncated),
+                    "terminated": terminated,
+                    "truncated": truncated,
+                    "info": info,
+                }
+            )
+
+        return await in_session(request, work)
+
+    async def tools(request):
+        async def work(session: Session):
+            return _json_response(
+                {"tool_schemas": list(getattr(session.env.unwrapped, "tool_schemas", None) or [])}
+            )
+
+        return await in_session(request, work)
+
+    async def expert_action(request):
+        async def work(session: Session):
+            try:
+                action = await asyncio.to_thread(session.env.unwrapped.expert_action)
+            except Exception as exc:
+                raise _env_error(exc) from None
+            return _json_response({"action": action})
+
+        return await in_session(request, work)
+
+    async def render(request):
+        async def work(session: Session):
+            from envs.text_env import render_transcript
+
+            transcript = getattr(session.env.unwrapped, "transcript", None)
+            text = render_transcript(transcript) if transcript is not None else None
+            return _json_response({"text": text})
+
+        return await in_session(request, work)
+
+    async def state(request):
+        async def work(session: Session):
+            unwrapped = session.env.unwrapped
+            return _json_response(
+                {
+                    "episode_id": session.id,
+                    "step_count": session.steps,
+                    "env_id": session.env_id,
+                    "turn": getattr(unwrapped, "turn", None),
+                    "episode_over": getattr(unwrapped, "episode_over", None),
+                }
+            )
+
+        return await in_session(request, work)
+
+    async def close(request):
+        session_id = request.path_params["session_id"]
+        session = table.get(session_id)
+        async with session.lock:
+            if table.forget(session_id, "closed") is None:
+                raise RequestError(410, "session_closed", f"session {session_id!r} was closed")
+            await asyncio.to_thread(_close_quietly, session.env)
+        return _json_response({"closed": True, "session_id": session_id})
+
+    async def reaper() -> None:
+        while True:
+            await asyncio.sleep(max(0.05, min(5.0, idle_timeout_s / 4)))
+            for session in table.idle(time.monotonic()):
+                if table.forget(session.id, "expired") is not None:
+                    stats["sessions_expired"] += 1
+                    await asyncio.to_thread(_close_quietly, session.env)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        task = asyncio.create_task(reaper())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for session_id in list(table.open):
+                session = table.forget(session_id, "closed")
+                if session is not None:
+                    _close_quietly(session.env)
+
+    async def not_found(request, exc: HTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        detail = f"{request.method} {request.url.path}: {exc.detail}"
+        return _error_response(RequestError(exc.status_code, code, detail))
+
+    async def internal(_request, exc: Exception):
+        return _error_response(
+            RequestError(500, "internal_error", f"server error: {type(exc).__name__}: {exc}")
+        )
+
+    sid = "/v1/sessions/{session_id}"
+    routes = [
+        Route("/health", guarded(health), methods=["GET"]),
+        Route("/schema", guarded(schema), methods=["GET"]),
+        Route("/metadata", guarded(metadata), methods=["GET"]),
+        Route("/v1/envs", guarded(list_all), methods=["GET"]),
+        Route("/v1/sessions", guarded(create), methods=["POST"]),
+        Route(f"{sid}/reset", guarded(reset), methods=["POST"]),
+        Route(f"{sid}/step", guarded(step), methods=["POST"]),
+        Route(f"{sid}/tools", guarded(tools), methods=["GET"]),
+        Route(f"{sid}/expert_action", guarded(expert_action), methods=["GET"]),
+        Route(f"{sid}/render", guarded(render), methods=["GET"]),
+        Route(f"{sid}/state", guarded(state), methods=["GET"]),
+        Route(sid, guarded(close), methods=["DELETE"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: not_found, Exception: internal},
+    )
+    app.state.sessions = table
+    return app
+
+
+def _close_quietly(env: Any) -> None:
+    # A failing close must not keep the session (or the server) stuck.
+    with contextlib.suppress(Exception):
+        env.close()
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server until interrupted."""
+    import os
+
+    import uvicorn
+
+    token = args.token or os.environ.get("TURNGYM_ENV_TOKEN") or None
+    if args.host not in ("127.0.0.1", "localhost", "::1") and token is None:
+        print(f"warning: serving on {args.host} without --token: anyone who can reach it can run envs")
+    app = create_app(
+        max_sessions=args.max_sessions,
+        max_concurrency=args.max_concurrency,
+        max_queue=args.max_queue,
+        idle_timeout_s=args.idle_timeout,
+        token=token,
+    )
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m envs.remote.server` (the same as `python -m envs serve`)."""
+    parser = argparse.ArgumentParser(prog="python -m envs serve", description=__doc__.splitlines()[0])
+    from envs.remote import add_serve_arguments
+
+    add_serve_arguments(parser)
+    return serve(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""What crosses the wire between `python -m envs serve` and `RemoteEnv`: actions, results and errors as JSON.
+
+Kept free of HTTP libraries so both ends (and `import envs`) can use it cheaply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: Version of the session protocol, in every route (`/v1/...`).
+PROTOCOL = "v1"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class RemoteEnvError(RuntimeError):
+    """The env server refused or failed a request: HTTP status, machine-readable code, one clear sentence."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None):
+        super().__init__(f"{message} [{code}, HTTP {status}]")
+        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+
+
+def to_json(value: Any) -> bytes:
+    """`value` as JSON bytes; values JSON has no type for (numpy scalars, sets, objects) become plain ones."""
+    # allow_nan: a NaN reward or info value must arrive as NaN, as the local env returns it.
+    return json.dumps(value, default=_plain, allow_nan=True, ensure_ascii=False).encode()
+
+
+def _plain(value: Any) -> Any:
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except (TypeError, ValueError):
+            pass
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return str(value)
+
+
+def encode_action(action: Any) -> dict[str, Any]:
+    """The step request body for `action`; an action JSON cannot carry is sent as its type name only.
+
+    The env answers such actions with a format error naming the type, so sending the name is enough for
+    the remote env to answer exactly as the local one would.
+    """
+    try:
+        json.dumps(action, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        return {"action": None, "action_type": type(action).__name__}
+    return {"action": action}
+
+
+def decode_action(body: dict[str, Any]) -> Any:
+    """The action of a step request body (a stand-in object of the named type for non-JSON actions)."""
+    name = body.get("action_type")
+    if name is None:
+        return body.get("action")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError("action_type must be a Python identifier of at most 64 characters")
+    # An instance of a fresh class with that name: the env only ever reports the type's name.
+    return type(name, (), {})()
+
+
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    """The one JSON shape of every failure: `{"error": {"code", "message", ...}}`."""
+    return {"error": {"code": code, "message": message, **extra}}
