@@ -117,7 +117,15 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     (e.g. `difficulty="hard"`, `tools=["python"]` or `tools="my_tools.yaml"`). `max_tool_calls_per_turn`,
     `max_tool_time_s` and `max_action_chars` set the env's per-turn limits (see `TextEnv`);
     `tool_call_format` how it reads tool calls written in reply text (`hermes`, `llama3`, `mistral`).
+    `remote="http://host:port"` returns the same env served by `python -m envs serve` there (`RemoteEnv`).
     """
+    if kwargs.get("remote") is not None:
+        from envs.remote import make_remote
+
+        # The server builds the env (wrappers included) from these same arguments.
+        return make_remote(id, max_turns=max_turns, format_penalty=format_penalty, **kwargs)
+    kwargs.pop("remote", None)
+    kwargs.pop("remote_token", None)
     from envs.wrappers import ActionFormat, MaxTurns
 
     env_spec = spec(id)
