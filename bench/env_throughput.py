@@ -5,9 +5,10 @@ Rows, all measured in one run, interleaved (round-robin, best of `--rounds`):
 - bare python, new per episode: a new game object and `random.Random(seed)` each episode;
 - turngym env reused: one `envs.make` env (full wrapper stack), `reset()` per episode;
 - turngym make() per episode: `envs.make` + `reset(seed=episode)` per episode, as verl's agent loop does.
-Ratios are steps/s over the bare-python row.
+Ratios are steps/s over the bare-python row. Time is this process's CPU time by default (`--clock
+cpu`): on a shared machine wall time mostly measures the other processes; `--clock wall` measures it.
 
-Run: python bench/env_throughput.py [--episodes N] [--rounds R] [--profile]
+Run: python bench/env_throughput.py [--episodes N] [--rounds R] [--clock cpu|wall] [--profile]
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import random
 import time
 
 import envs
+
+clock = time.process_time
 
 
 class BareGuessNumber:
@@ -56,7 +59,7 @@ def bare_python(episodes: int) -> tuple[int, float]:
     """reset + step of the plain-Python game with the same expert."""
     game, rng = BareGuessNumber(), random.Random(0)
     steps = 0
-    start = time.perf_counter()
+    start = clock()
     for _ in range(episodes):
         game.reset(rng)
         while True:
@@ -64,13 +67,13 @@ def bare_python(episodes: int) -> tuple[int, float]:
             steps += 1
             if done:
                 break
-    return steps, time.perf_counter() - start
+    return steps, clock() - start
 
 
 def bare_python_fresh(episodes: int) -> tuple[int, float]:
     """A new plain-Python game and a new `random.Random(seed)` per episode."""
     steps = 0
-    start = time.perf_counter()
+    start = clock()
     for seed in range(episodes):
         game = BareGuessNumber()
         game.reset(random.Random(seed))
@@ -79,7 +82,7 @@ def bare_python_fresh(episodes: int) -> tuple[int, float]:
             steps += 1
             if done:
                 break
-    return steps, time.perf_counter() - start
+    return steps, clock() - start
 
 
 def turngym_reused(episodes: int) -> tuple[int, float]:
@@ -88,7 +91,7 @@ def turngym_reused(episodes: int) -> tuple[int, float]:
     env.reset(seed=0)
     expert = env.unwrapped.expert_action
     steps = 0
-    start = time.perf_counter()
+    start = clock()
     for _ in range(episodes):
         env.reset()
         while True:
@@ -96,13 +99,13 @@ def turngym_reused(episodes: int) -> tuple[int, float]:
             steps += 1
             if terminated or truncated:
                 break
-    return steps, time.perf_counter() - start
+    return steps, clock() - start
 
 
 def turngym_make_per_episode(episodes: int) -> tuple[int, float]:
     """`envs.make` + `reset(seed=episode)` every episode, then the expert's steps."""
     steps = 0
-    start = time.perf_counter()
+    start = clock()
     for seed in range(episodes):
         env = envs.make("guess-number-v0")
         env.reset(seed=seed)
@@ -112,7 +115,7 @@ def turngym_make_per_episode(episodes: int) -> tuple[int, float]:
             steps += 1
             if terminated or truncated:
                 break
-    return steps, time.perf_counter() - start
+    return steps, clock() - start
 
 
 ROWS = [
@@ -143,9 +146,14 @@ def main() -> None:
     )
     parser.add_argument("--episodes", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--clock", choices=["cpu", "wall"], default="cpu", help="process CPU time or wall time"
+    )
     parser.add_argument("--profile", action="store_true", help="print cProfile top entries instead")
     parser.add_argument("--top", type=int, default=20, help="entries shown by --profile")
     args = parser.parse_args()
+    global clock
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.profile:
         profile(args.episodes, args.top)
         return

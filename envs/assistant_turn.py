@@ -63,7 +63,11 @@ def read_action(
         if (
             len(action) <= max_chars
             and action.isprintable()
-            and not (tool_call_format and _may_hold_tool_calls(action, tool_call_format))
+            and (
+                "<tool_call>" not in action
+                if tool_call_format == "hermes"  # the default, tested inline on the hot path
+                else not (tool_call_format and _may_hold_tool_calls(action, tool_call_format))
+            )
         ):
             return AssistantTurn(action)  # the usual plain reply: nothing to drop, cut or parse
         return _read_text(action, max_chars, tool_call_format, has_tools)

@@ -40,8 +40,15 @@ class EnvSpec:
         """The env class or factory behind `entry_point`."""
         if callable(self.entry_point):
             return self.entry_point
-        module, _, attr = self.entry_point.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        loaded = _LOADED.get(self.entry_point)
+        if loaded is None:
+            module, _, attr = self.entry_point.partition(":")
+            loaded = _LOADED[self.entry_point] = getattr(importlib.import_module(module), attr)
+        return loaded
+
+
+# Entry points already imported: `make` per episode need not go through importlib each time.
+_LOADED: dict[str, Callable[..., Any]] = {}
 
 
 _REGISTRY: dict[str, EnvSpec] = {}

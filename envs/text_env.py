@@ -28,6 +28,7 @@ T = TypeVar("T")
 #: Defaults of the per-turn tool limits (see `TextEnv.set_turn_limits`).
 DEFAULT_MAX_TOOL_CALLS_PER_TURN = 8
 DEFAULT_MAX_TOOL_TIME_S = 30.0
+DEFAULT_MAX_ACTION_CHARS = 32768
 
 
 class TextEnv(gym.Env):
@@ -62,7 +63,7 @@ class TextEnv(gym.Env):
         *,
         tools: Sequence[Tool | str | Path] | Tool | str | Path | None = None,
         render_mode: str | None = None,
-        max_action_chars: int = 32768,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
         max_tool_calls_per_turn: int | None = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
         max_tool_time_s: float | None = DEFAULT_MAX_TOOL_TIME_S,
     ):
@@ -72,11 +73,21 @@ class TextEnv(gym.Env):
             )
         self.render_mode = render_mode
         self.observation_space = ChatMessages()
-        self.set_turn_limits(
-            max_action_chars=max_action_chars,
-            max_tool_calls_per_turn=max_tool_calls_per_turn,
-            max_tool_time_s=max_tool_time_s,
-        )
+        if (
+            max_action_chars is DEFAULT_MAX_ACTION_CHARS
+            and max_tool_calls_per_turn is DEFAULT_MAX_TOOL_CALLS_PER_TURN
+            and max_tool_time_s is DEFAULT_MAX_TOOL_TIME_S
+        ):
+            # The defaults themselves (not equal values: 8.0 must still be refused) need no checking,
+            # and a fresh env per episode (verl's agent loop) makes this path hot.
+            self.max_action_chars, self.action_space = max_action_chars, AssistantAction(max_action_chars)
+            self.max_tool_calls_per_turn, self.max_tool_time_s = max_tool_calls_per_turn, max_tool_time_s
+        else:
+            self.set_turn_limits(
+                max_action_chars=max_action_chars,
+                max_tool_calls_per_turn=max_tool_calls_per_turn,
+                max_tool_time_s=max_tool_time_s,
+            )
         # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
         self._extra_tools = resolve_extra_tools(tools)
         self._tool_prototypes: list[Tool] | None = None
@@ -174,7 +185,8 @@ class TextEnv(gym.Env):
         if seed is not None:
             # gym.Env.reset(seed) builds the same generator, slower (see envs.seeding).
             self._np_random, self._np_random_seed = np_random(seed)
-        self._release_episode_tools()
+        if self._episode_tools:
+            self._release_episode_tools()
         self.turn = 0
         self.total_reward = 0.0
         self.episode_over = False
