@@ -3,7 +3,7 @@
     python examples/evaluate.py outputs/text-game [guess-number-v0] [n=64] [env.difficulty=easy]
 
 Step 1 is `rollout.checkpoint_export.resolve_model`: verl's own model merger turns the FSDP shards
-of the latest checkpoint into a Hugging Face directory (cached in global_step_N/actor_hf). Step 2
+of the latest checkpoint into a Hugging Face directory (cached in <run>/export/global_step_N). Step 2
 is turngym's eval CLI (`python -m rollout.eval`), which prints mean reward, success rate, turns and
 format errors, with the run's envs and token budgets unless the command line sets them. The CLI does
 both steps by itself: `python -m rollout.eval model=outputs/text-game`.

@@ -4,7 +4,8 @@
 (``outputs/<env>``: its latest checkpoint), a checkpoints folder, a ``global_step_N`` folder, an
 FSDP actor folder (``.../actor``) or the config-only ``.../actor/huggingface`` folder verl writes
 beside the shards. Shards are merged by verl's own model merger (``python -m verl.model_merger``)
-into ``global_step_N/actor_hf/``, once: later calls reuse it.
+into ``<run>/export/global_step_N/`` (``global_step_N/actor_hf/`` for a checkpoint outside a run
+folder), once: later calls reuse it while the shards are unchanged.
 """
 
 from __future__ import annotations
@@ -72,11 +73,34 @@ def run_dir(path: Path) -> Path | None:
     return None
 
 
+def export_target(actor: Path) -> Path:
+    """Where an actor checkpoint is exported: ``<run>/export/global_step_N`` or ``global_step_N/actor_hf``."""
+    step = actor.parent
+    if step.parent.name == "checkpoints" and (step.parent / LATEST).exists():
+        return step.parent.parent / "export" / step.name
+    return step / EXPORT_DIR
+
+
+def export_stamp(actor: Path) -> dict:
+    """What an export was made from: the actor folder and its shards' modification times."""
+    return {"source": str(actor.resolve()), "shards": _shards_stamp(actor)}
+
+
+def _shards_stamp(actor: Path) -> dict[str, int]:
+    # A run restarted from scratch (resume_mode=disable) rewrites global_step_N: re-export then.
+    return {p.name: p.stat().st_mtime_ns for p in sorted(actor.glob("model_world_size_*_rank_*.pt"))}
+
+
 def export_actor(actor: Path, target: Path | None = None) -> Path:
     """Merge an FSDP actor checkpoint into a Hugging Face directory with verl's merger; cached."""
-    target = target or actor.parent / EXPORT_DIR
-    if (target / COMPLETE).exists() and is_hf_model_dir(target):
-        return target
+    target = target or export_target(actor)
+    stamp = export_stamp(actor)
+    try:
+        if json.loads((target / COMPLETE).read_text()) == stamp and is_hf_model_dir(target):
+            return target
+    except (OSError, ValueError):
+        pass
+    (target / COMPLETE).unlink(missing_ok=True)  # a merge that dies half-way must not look finished
     env = dict(os.environ)
     repo = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
@@ -89,7 +113,7 @@ def export_actor(actor: Path, target: Path | None = None) -> Path:
     if result.returncode != 0 or not is_hf_model_dir(target):
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise CheckpointError(f"exporting {actor} with verl's model merger failed: {last}")
-    (target / COMPLETE).write_text(json.dumps({"source": str(actor)}) + "\n")
+    (target / COMPLETE).write_text(json.dumps(stamp) + "\n")
     return target
 
 

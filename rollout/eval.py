@@ -2,17 +2,18 @@
 
 model= is a Hugging Face model directory, or what training left: a run folder (outputs/<env>), a
 checkpoints folder, a global_step_N folder or its actor folder; checkpoints are exported once with
-verl's model merger (into global_step_N/actor_hf). Given a run, env= defaults to the run's envs (with
+verl's model merger (into <run>/export/global_step_N). Given a run, env= defaults to the run's envs (with
 their kwargs) and the token budgets to the run's; without one, to the training defaults below.
 
 Keys: env=<id> (required unless model= is a run), engine=hf|sglang, model=<path> (hf; default the
 embedded tiny model), url=<server> (sglang; default http://127.0.0.1:30000), tokenizer=<dir> (sglang;
 default model), n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
-top_k=-1, max_response_tokens=256 (everything after the prompt, as training's
-data.max_response_length), max_new_tokens (one turn; default the rest of the budget, as training),
-max_turns=16 (training's multi_turn.max_assistant_turns), env.<name>=<value> (env kwargs, e.g.
-env.difficulty=easy). --import my_pkg.my_envs imports a module first (e.g. one registering envs).
-Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
+top_k=-1, max_response_tokens (everything after the prompt: training's data.max_response_length),
+max_turns (training's multi_turn.max_assistant_turns), max_new_tokens (one turn: training's
+turngym.max_tokens_per_turn, unset = the rest of the budget); the three default to the run's values,
+else to training's defaults for that model (trainer/config; the embedded model's own when no model
+is given), and the values used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
+--import my_pkg.my_envs imports a module first (e.g. one registering envs). Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
 is loaded.
 """
 
@@ -28,9 +29,15 @@ from pathlib import Path
 from typing import Any
 
 USAGE = __doc__
-# Training's defaults for the embedded model (trainer/config): the figures compare with training's.
+# Used only when the trainer's config files cannot be read (rollout installed without trainer).
 DEFAULT_MAX_RESPONSE_TOKENS = 256
 DEFAULT_MAX_TURNS = 16
+# Where each budget sits in a training config (and the EpisodeConfig field it becomes).
+BUDGET_KEYS = {
+    "max_response_tokens": "data.max_response_length",
+    "max_turns": "actor_rollout_ref.rollout.multi_turn.max_assistant_turns",
+    "max_new_tokens": "turngym.max_tokens_per_turn",
+}
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
 INT_KEYS = (
     "n",
@@ -145,6 +152,36 @@ def import_modules(modules: list[str]) -> None:
             raise UsageError(f"--import {module}: {exc}") from None
 
 
+def _budgets(cfg: Any) -> dict[str, int]:
+    from omegaconf import OmegaConf
+
+    out = {}
+    for name, key in BUDGET_KEYS.items():
+        value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[name] = value
+    return out
+
+
+def training_defaults(embedded: bool) -> dict[str, int]:
+    """The budgets training uses by default (turngym's config files; the embedded model's on top)."""
+    import importlib.util
+
+    from omegaconf import OmegaConf
+
+    spec = importlib.util.find_spec("trainer")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    config_dir = Path(next(iter(spec.submodule_search_locations))) / "config"
+    try:
+        cfg = OmegaConf.load(config_dir / "turngym.yaml")
+        if embedded:
+            cfg = OmegaConf.merge(cfg, OmegaConf.load(config_dir / "embedded_model.yaml"))
+    except OSError:
+        return {}
+    return _budgets(cfg)
+
+
 def run_settings(model: str | None) -> dict[str, Any]:
     """The env mixture and budgets of the training run a model path belongs to ({} when none)."""
     if not model:
@@ -160,15 +197,7 @@ def run_settings(model: str | None) -> dict[str, Any]:
     if (run / RUN_RECORD).is_file():
         settings["envs"] = json.loads((run / RUN_RECORD).read_text()).get("env", [])
     if (run / RUN_CONFIG).is_file():
-        cfg = OmegaConf.load(run / RUN_CONFIG)
-        length = OmegaConf.select(cfg, "data.max_response_length", default=None)
-        turns = OmegaConf.select(
-            cfg, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns", default=None
-        )
-        if isinstance(length, int):
-            settings["max_response_tokens"] = length
-        if isinstance(turns, int):
-            settings["max_turns"] = turns
+        settings.update(_budgets(OmegaConf.load(run / RUN_CONFIG)))
     return settings
 
 
@@ -262,19 +291,27 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     else:
         settings = {}
         plan = eval_plan(opts, env_kwargs, settings)
+    budgets = {"max_response_tokens": DEFAULT_MAX_RESPONSE_TOKENS, "max_turns": DEFAULT_MAX_TURNS}
+    if settings.get("run"):
+        budgets.update({k: v for k, v in settings.items() if k in BUDGET_KEYS})
+    else:
+        budgets.update(
+            training_defaults(embedded=opts.get("model") is None and opts.get("engine", "hf") == "hf")
+        )
+    budgets.update({k: opts[k] for k in BUDGET_KEYS if k in opts})
     engine, tokenizer, tokenizer_path = build_engine(opts)
     n = int(opts.get("n", 8))
     cfg = EpisodeConfig(
-        max_turns=int(opts.get("max_turns", settings.get("max_turns", DEFAULT_MAX_TURNS))),
-        max_new_tokens=opts.get("max_new_tokens"),
-        max_response_tokens=int(
-            opts.get("max_response_tokens", settings.get("max_response_tokens", DEFAULT_MAX_RESPONSE_TOKENS))
-        ),
+        max_turns=budgets["max_turns"],
+        max_new_tokens=budgets.get("max_new_tokens"),
+        max_response_tokens=budgets["max_response_tokens"],
     )
-    if settings.get("run"):
-        print(
-            f"run {settings['run']}: max_response_tokens={cfg.max_response_tokens}, max_turns={cfg.max_turns}"
-        )
+    print(
+        f"budgets ({'the run' if settings.get('run') else 'training defaults'}"
+        f"{', command line' if any(k in opts for k in BUDGET_KEYS) else ''}): "
+        f"max_response_tokens={cfg.max_response_tokens}, max_turns={cfg.max_turns}, "
+        f"max_new_tokens={cfg.max_new_tokens or 'rest of the budget'}"
+    )
     sampling = {k: opts[k] for k in ("temperature", "top_p", "top_k") if k in opts}
     sampling.setdefault("temperature", 1.0)
     everything: list = []

@@ -54,3 +54,34 @@ def test_a_custom_env_plays_from_the_command_line_with_import(capsys, monkeypatc
     assert "Episode over" in capsys.readouterr().out
     assert main(["list", "--import", "no_such_module_xyz"]) == 2
     assert "--import no_such_module_xyz" in capsys.readouterr().err
+
+
+def test_evaluate_example_runs_a_runs_envs_from_its_folder(tmp_path, capsys):
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from rollout.checkpoint_export import COMPLETE, export_stamp, export_target
+    from trainer.embedded_model import build_embedded_model
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    try:
+        import evaluate
+    finally:
+        sys.path.pop(0)
+    step = tmp_path / "checkpoints" / "global_step_2"
+    (step / "actor").mkdir(parents=True)
+    (step / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"")
+    (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
+    exported = export_target(step / "actor")
+    shutil.copytree(build_embedded_model(), exported)  # as verl's merger leaves it
+    (exported / COMPLETE).write_text(json.dumps(export_stamp(step / "actor")))
+    (tmp_path / "run.json").write_text(
+        json.dumps({"env": [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}}]})
+    )
+    (tmp_path / "config.yaml").write_text("data:\n  max_response_length: 64\n")
+    assert evaluate.main([str(tmp_path), "n=2"]) == 0
+    out = capsys.readouterr().out
+    assert f"exported {tmp_path} -> {tmp_path / 'export' / 'global_step_2'}" in out
+    assert "max_response_tokens=64" in out and "reward_mean" in out

@@ -6,6 +6,7 @@ run folder exercises it (tests/trainer), and here the layout rules and the cache
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -15,6 +16,8 @@ from rollout.checkpoint_export import (
     EXPORT_DIR,
     CheckpointError,
     actor_dir,
+    export_stamp,
+    export_target,
     is_hf_model_dir,
     resolve_model,
     run_dir,
@@ -42,10 +45,17 @@ def test_every_path_of_a_run_leads_to_the_latest_actor(tmp_path):
 def test_a_model_dir_is_used_as_is_and_an_export_is_reused(tmp_path, model_path):
     assert is_hf_model_dir(model_path) and resolve_model(model_path) == model_path
     actor = _run(tmp_path / "run")
-    cached = actor.parent / EXPORT_DIR
+    cached = tmp_path / "run" / "export" / "global_step_4"
+    assert export_target(actor) == cached
     shutil.copytree(model_path, cached)
-    (cached / COMPLETE).write_text("{}")
+    (cached / COMPLETE).write_text(json.dumps(export_stamp(actor)))
     assert resolve_model(tmp_path / "run") == cached  # no merge: verl's merger would fail on empty shards
+    (actor / "model_world_size_1_rank_0.pt").write_bytes(b"new weights")  # the step was trained again
+    with pytest.raises(CheckpointError, match="model merger failed"):
+        resolve_model(tmp_path / "run")
+    loose = tmp_path / "elsewhere" / "global_step_1" / "actor"
+    loose.mkdir(parents=True)
+    assert export_target(loose) == loose.parent / EXPORT_DIR
 
 
 def test_paths_that_are_not_models_say_so(tmp_path):

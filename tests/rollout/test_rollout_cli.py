@@ -96,15 +96,14 @@ def test_bad_eval_input_exits_2_in_one_line_before_loading_a_model(argv, needle,
 
 
 def test_eval_defaults_are_trainings_budgets():
-    assert rollout_eval.DEFAULT_MAX_RESPONSE_TOKENS == 256 and rollout_eval.DEFAULT_MAX_TURNS == 16
-    from omegaconf import OmegaConf
+    from trainer.compose import compose_config
 
-    from trainer.compose import CONFIG_DIR
-
-    embedded = OmegaConf.load(CONFIG_DIR / "embedded_model.yaml")
-    assert embedded.data.max_response_length == rollout_eval.DEFAULT_MAX_RESPONSE_TOKENS
-    base = OmegaConf.load(CONFIG_DIR / "turngym.yaml")
-    assert base.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == rollout_eval.DEFAULT_MAX_TURNS
+    for overrides, embedded in (([], True), (["model=/models/x"], False)):
+        cfg = compose_config(["env=text-game", "trainer.device=cpu", *overrides])
+        defaults = rollout_eval.training_defaults(embedded=embedded)
+        assert defaults["max_response_tokens"] == cfg.data.max_response_length
+        assert defaults["max_turns"] == cfg.actor_rollout_ref.rollout.multi_turn.max_assistant_turns
+        assert defaults.get("max_new_tokens") == cfg.turngym.get("max_tokens_per_turn")
 
 
 def test_eval_reads_a_runs_envs_and_budgets(tmp_path):
