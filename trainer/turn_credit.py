@@ -145,6 +145,22 @@ TURN_GIGPO = "turn_gigpo"
 # Per-row turn anchors for the advantage call under way, set by `TurnAnchorsTrainerMixin`: verl's
 # `compute_advantage` passes registered estimators no non-tensor columns (ray_trainer.py ~250).
 _TURN_ANCHORS: ContextVar[list[list[str]] | None] = ContextVar("turngym_turn_anchors", default=None)
+# Where `turn_gigpo` reports its step-group sizes for the step's metrics (set by the same mixin).
+_STEP_STATS: ContextVar[dict[str, float] | None] = ContextVar("turngym_step_stats", default=None)
+
+
+def step_group_stats(groups: dict[Any, list[tuple[int, int]]]) -> dict[str, float]:
+    """Mean step-group size and the share of turns (and of turns after the first) that have peers."""
+    sizes = [len(members) for members in groups.values()]
+    pairs = [(k, len(members)) for members in groups.values() for _, k in members]
+    later = [size for k, size in pairs if k > 0]
+    return {
+        "turn_credit/step_group_size/mean": float(np.mean(sizes)) if sizes else 0.0,
+        "turn_credit/grouped_turn_share": float(np.mean([size > 1 for _, size in pairs])) if pairs else 0.0,
+        "turn_credit/grouped_later_turn_share": float(np.mean([size > 1 for size in later]))
+        if later
+        else 0.0,
+    }
 
 
 def step_groups(
@@ -208,7 +224,11 @@ def compute_turn_gigpo_advantage(
         episode, _ = grpo(token_level_rewards, response_mask, index=index, norm_adv_by_std_in_grpo=norm)
         step_adv = [torch.zeros_like(g) for g in returns]
         counts = [int((turns[i].max() + 1).item()) for i in range(bs)]
-        for members in step_groups(index, anchors, counts).values():
+        groups = step_groups(index, anchors, counts)
+        stats = _STEP_STATS.get()
+        if stats is not None:
+            stats.update(step_group_stats(groups))
+        for members in groups.values():
             values = torch.stack([returns[i][k] for i, k in members])
             centred = values - values.mean()
             if step_norm == "mean_std" and len(members) > 1:
@@ -233,7 +253,7 @@ class TurnAnchorsTrainerMixin:
 
     verl's `_compute_advantage` fetches a fixed list of fields from TransferQueue; this reads the
     rows' `extra_fields["turn_anchors"]` for the same keys (same row order) and makes them visible
-    to the estimator for the duration of verl's own call.
+    to the estimator for the duration of verl's own call; the step-group sizes go to the metrics.
     """
 
     def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
@@ -247,8 +267,12 @@ class TurnAnchorsTrainerMixin:
         anchors = [
             list((extra or {}).get("turn_anchors") or []) for extra in data.pop("extra_fields").tolist()
         ]
-        token = _TURN_ANCHORS.set(anchors)
+        stats: dict[str, float] = {}
+        token, stats_token = _TURN_ANCHORS.set(anchors), _STEP_STATS.set(stats)
         try:
-            return super()._compute_advantage(batch, metrics)
+            result = super()._compute_advantage(batch, metrics)
         finally:
             _TURN_ANCHORS.reset(token)
+            _STEP_STATS.reset(stats_token)
+        metrics.update(stats)
+        return result

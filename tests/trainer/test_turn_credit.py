@@ -21,6 +21,8 @@ from trainer.turn_credit import (
     TURN_GRPO,
     compute_turn_gigpo_advantage,
     compute_turn_grpo_advantage,
+    step_group_stats,
+    step_groups,
     turn_index,
     turn_rewards,
 )
@@ -291,3 +293,12 @@ def test_rollout_anchors_equal_exactly_for_equal_histories():
     assert turn_anchors(a)[0] != turn_anchors(d)[0]
     three = _trajectory(turns=[TurnRecord(0, 2), TurnRecord(4, 5), TurnRecord(5, 6)])
     assert len(set(turn_anchors(three))) == 3
+
+
+def test_gigpo_step_group_stats():
+    _, _, index, anchors = _gigpo_batch()
+    stats = step_group_stats(step_groups(index, anchors, [2, 2, 1]))
+    # groups: A (3 turns), B (1), C (1)
+    assert stats["turn_credit/step_group_size/mean"] == pytest.approx(5 / 3)
+    assert stats["turn_credit/grouped_turn_share"] == pytest.approx(3 / 5)
+    assert stats["turn_credit/grouped_later_turn_share"] == 0.0
