@@ -222,6 +222,8 @@ def launch(cfg: DictConfig) -> None:
 
     from trainer.task_runner import TurngymTaskRunner
 
+    if cfg.trainer.device == "cpu":
+        _use_cpu_platform()
     auto_set_device(cfg)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     print(
@@ -239,6 +241,21 @@ def launch(cfg: DictConfig) -> None:
         # filter still routes them to train.log (at interpreter exit they would reach the console).
         if ray.is_initialized():
             ray.shutdown()
+
+
+def _use_cpu_platform() -> None:
+    """Make this process's verl platform the CPU one before verl reads it for trainer.device.
+
+    compose_config's checks import verl modules that resolve the platform once per process, before
+    ``VERL_PLATFORM=cpu`` is set; it falls back to nvidia there, and ``auto_set_device`` would then
+    set trainer.device=cuda for every worker.
+    """
+    from verl.plugin.platform import get_platform, set_platform
+
+    from trainer.cpu import CPU_PLATFORM_NAME, CPUPlatform
+
+    if get_platform().device_name != CPU_PLATFORM_NAME:
+        set_platform(CPUPlatform())
 
 
 def summarize(cfg: DictConfig) -> None:
