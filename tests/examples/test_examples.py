@@ -85,3 +85,45 @@ def test_evaluate_example_runs_a_runs_envs_from_its_folder(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"exported {tmp_path} -> {tmp_path / 'export' / 'global_step_2'}" in out
     assert "max_response_tokens=64" in out and "reward_mean" in out
+
+
+def test_custom_algorithm_registers_and_the_trainer_checks_it_before_ray():
+    import numpy as np
+    import pytest
+    import torch
+
+    from trainer.compose import ConfigError, compose_config
+
+    overrides = [
+        "env=text-game",
+        "trainer.device=cpu",
+        "algorithm.adv_estimator=mean_baseline",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=clipped_mean",
+    ]
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+
+    if "mean_baseline" not in ADV_ESTIMATOR_REGISTRY:  # another test may have imported it already
+        with pytest.raises(ConfigError, match="mean_baseline"):
+            compose_config(overrides)
+    cfg = compose_config(overrides + ["turngym.import_modules=[examples.custom_algorithm]"])
+    assert cfg.algorithm.adv_estimator == "mean_baseline"
+
+    from examples.custom_algorithm import compute_clipped_mean_loss, compute_mean_baseline_advantage
+
+    rewards = torch.tensor([[0.0, 1.0], [0.0, 0.0], [0.0, 3.0]])
+    mask = torch.ones(3, 2)
+    adv, _ = compute_mean_baseline_advantage(rewards, mask, np.array(["a", "a", "b"]))
+    assert torch.allclose(adv[:, 0], torch.tensor([0.5, -0.5, 0.0]))
+    from omegaconf import OmegaConf
+
+    actor = OmegaConf.create(
+        {
+            "clip_ratio": 0.2,
+            "clip_ratio_low": None,
+            "clip_ratio_high": None,
+            "clip_ratio_c": 3.0,
+            "global_batch_info": {},
+        }
+    )
+    loss, _ = compute_clipped_mean_loss(torch.zeros(3, 2), torch.zeros(3, 2), adv, mask, config=actor)
+    assert torch.isfinite(loss)
