@@ -70,7 +70,7 @@ def _group_only(overrides: list[str]) -> list[str]:
     return [o for o in overrides if _split(o)[0] in GROUPS]
 
 
-def _unknown_key(overrides: list[str]) -> str | None:
+def _unknown_key(overrides: list[str], plus_only: bool = False) -> str | None:
     """A did-you-mean for the first override naming a key the config lacks (or a '+' typo), else None."""
     group_overrides = _group_only(overrides)
     if group_overrides == overrides:
@@ -79,7 +79,7 @@ def _unknown_key(overrides: list[str]) -> str | None:
         base = _compose(group_overrides)
     except ConfigError:
         return None
-    return check_override_keys(overrides, config_keys(base), GROUPS)
+    return check_override_keys(overrides, config_keys(base), GROUPS, plus_only=plus_only)
 
 
 def resolve_device(requested: str) -> str:
@@ -96,7 +96,7 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
     overrides = _normalize(list(overrides or []))
     first = _compose(overrides)
     if any(o.startswith("+") and not _split(o)[0].startswith(OPEN_KEY_PREFIXES) for o in overrides):
-        message = _unknown_key(overrides)  # '+key' composes fine even when it is a typo of a real key
+        message = _unknown_key(overrides, plus_only=True)  # '+key' composes even when it is a typo
         if message:
             raise ConfigError(message)
     device = resolve_device(str(first.trainer.device))

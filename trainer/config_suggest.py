@@ -44,7 +44,7 @@ def close_keys(key: str, keys: set[str], cutoff: float = 0.75) -> list[str]:
     ]
     # Whole dotted keys share long prefixes, which inflates their similarity: ask for more.
     for match in difflib.get_close_matches(key, sorted(keys), n=3, cutoff=max(cutoff, FULL_KEY_CUTOFF)):
-        if match not in near:
+        if match not in near and not key.startswith(match + "."):  # a parent is no suggestion
             near.append(match)
     # The same leaf under another parent (e.g. `actor.lr` for `actor.optim.lr`).
     if not near and leaf:
@@ -65,12 +65,20 @@ def unknown_key_message(key: str, keys: set[str]) -> str:
     )
 
 
-def check_override_keys(overrides: list[str], keys: set[str], groups: tuple[str, ...]) -> str | None:
-    """The message for the first override whose key is unknown or a '+' typo of a known key, else None."""
+def check_override_keys(
+    overrides: list[str], keys: set[str], groups: tuple[str, ...], plus_only: bool = False
+) -> str | None:
+    """The message for the first override whose key is unknown or a '+' typo of a known key, else None.
+
+    ``plus_only``: Hydra accepted the overrides, so only '+' keys can be silent typos (keys such as
+    list items, which ``keys`` does not hold, are then not second-guessed).
+    """
     for override in overrides:
         raw_key = override.partition("=")[0]
         key = raw_key.lstrip("+~")
         if key in groups or key.startswith(OPEN_KEY_PREFIXES) or raw_key.startswith("~"):
+            continue
+        if plus_only and not raw_key.startswith("+"):
             continue
         if raw_key.startswith("+"):
             if key in keys:
