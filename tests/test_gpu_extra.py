@@ -71,6 +71,7 @@ def test_gpu_extra_keeps_every_training_dependency_but_cpu_torch():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_pip_resolves_the_gpu_extra(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
