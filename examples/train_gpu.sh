@@ -10,6 +10,10 @@
 #
 #   bash examples/train_gpu.sh /models/Qwen2.5-1.5B-Instruct tool-use
 #
+# Checked without a GPU (tests/test_gpu_extra.py, in CI): pip resolves the gpu extra (--dry-run), and
+# this script's configuration composes with trainer.device=cuda and passes verl's validate_config for
+# GRPO and PPO. Not exercised here: installing the CUDA wheels, SGLang serving, training on GPUs.
+#
 # Any verl key can be appended, e.g. trainer.logger=[console,wandb] algorithm=ppo.
 set -euo pipefail
 MODEL=${1:?usage: train_gpu.sh <hf model dir> [env group] [overrides...]}
