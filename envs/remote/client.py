@@ -167,7 +167,9 @@ class RemoteEnv(gym.Env):
             try:
                 response = self._client.request(method, path, content=content)
             except httpx.TransportError as exc:
-                raise RemoteEnvError(0, "unreachable", f"env server {self.url} unreachable: {exc}") from None
+                raise RemoteEnvError(
+                    0, "unreachable", f"env server {self.url} unreachable: {type(exc).__name__}: {exc}"
+                ) from None
             wait = self._retry_wait(response, deadline)
             if wait is None:
                 return self._parse(response)
@@ -189,7 +191,9 @@ class RemoteEnv(gym.Env):
             try:
                 response = await client.request(method, path, content=content)
             except httpx.TransportError as exc:
-                raise RemoteEnvError(0, "unreachable", f"env server {self.url} unreachable: {exc}") from None
+                raise RemoteEnvError(
+                    0, "unreachable", f"env server {self.url} unreachable: {type(exc).__name__}: {exc}"
+                ) from None
             wait = self._retry_wait(response, deadline)
             if wait is None:
                 return self._parse(response)
