@@ -66,7 +66,8 @@ class RemoteEnv(gym.Env):
         self._headers = {"content-type": "application/json"}
         if token:
             self._headers["authorization"] = f"Bearer {token}"
-        self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
+        # One timeout for connecting too: on a loaded host, accepting 64 new connections can take over 10 s.
+        self._timeout = httpx.Timeout(timeout_s)
         self._client = httpx.Client(base_url=self.url, headers=self._headers, timeout=self._timeout)
         self._async: tuple[Any, Any] | None = None  # (event loop, AsyncClient): an AsyncClient is loop-bound
         self.session_id: str | None = None
