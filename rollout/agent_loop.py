@@ -167,6 +167,9 @@ def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | Non
                 "turns": float(traj.num_turns),
                 "episode_failed": float(traj.failed),
                 "overflow": float(bool(m.get("overflow", False))),
+                # per episode: turns cut by the per-turn cap (or the budget), replies the env could not read
+                "turns_cut": float(m.get("turns_cut", 0)),
+                "format_errors": float(m.get("format_errors", 0)),
             },
         }
     )

@@ -104,3 +104,34 @@ def test_concurrent_builders_agree(tmp_path):
 def test_unknown_template_is_a_clear_error():
     with pytest.raises(ValueError, match="chatml"):
         build_embedded_model(template="nope")
+
+
+@pytest.mark.parametrize("reply", ["3 up 7 slate left 12 crane down 5 the number " * 4, "up"])
+def test_default_budget_holds_a_whole_failing_episode(reply):
+    """With the embedded defaults an episode ends by its turn limit (or the game), never by running out
+    of response budget: every reply cut at turngym.max_tokens_per_turn (or a legal move that gets
+    nowhere) plus the env's answer, for max_assistant_turns turns, fits data.max_response_length."""
+    import asyncio
+
+    from transformers import AutoTokenizer
+
+    import envs
+    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.scripted_engine import ScriptedEngine
+    from trainer.compose import compose_config, env_entries
+
+    cfg = compose_config(["env=text-game", "trainer.device=cpu"])
+    tokenizer = AutoTokenizer.from_pretrained(build_embedded_model())
+    episode = EpisodeConfig(
+        max_turns=int(cfg.actor_rollout_ref.rollout.multi_turn.max_assistant_turns),
+        max_response_tokens=int(cfg.data.max_response_length),
+        max_new_tokens=int(cfg.turngym.max_tokens_per_turn),
+    )
+    for entry in env_entries(cfg):
+        for seed in range(3):
+            engine = ScriptedEngine(tokenizer, lambda turn, rng: reply)
+            env = envs.make(entry["id"], **entry["kwargs"])
+            traj = asyncio.run(run_episode(env, engine, tokenizer, seed=seed, config=episode))
+            assert not traj.failed, traj.error
+            assert not traj.metrics["overflow"], (entry["id"], seed, traj.termination, len(traj.response_ids))
+            assert traj.termination in ("max_turns", "terminated", "truncated")

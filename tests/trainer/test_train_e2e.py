@@ -75,7 +75,14 @@ def test_two_steps_leave_checkpoint_metrics_and_plot(tmp_path):
     assert (out / "checkpoints" / "global_step_2" / "actor").is_dir()
     assert _train_steps(out / "metrics.jsonl") == [1, 2]
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    assert any(r["kind"] == "val" for r in records)
+    validations = [r for r in records if r["kind"] == "val"]
+    assert validations
+    # The embedded defaults also play every held-out seed greedily (turngym.val_greedy), and the
+    # rollout reports turns cut at turngym.max_tokens_per_turn.
+    for record in validations:
+        assert any(re.fullmatch(r"val-core/[\w-]+@greedy/reward/mean@1", k) for k in record), sorted(record)
+        assert any(re.fullmatch(r"val-core/[\w-]+-v0/reward/mean@1", k) for k in record), sorted(record)
+        assert any(k.endswith("/turns_cut/mean@1") for k in record), sorted(record)
     assert all(
         "critic/score/mean" in r and "turngym/success_rate" in r for r in records if r["kind"] == "train"
     )

@@ -1,0 +1,206 @@
+"""Does the default CPU run learn? Runs `python -m trainer.run env=text-game` and prints its curve.
+
+    python bench/learning.py                       # the default run (what `make train` runs)
+    python bench/learning.py --out /tmp/l -- trainer.total_training_steps=8   # a stated smaller run
+    python bench/learning.py --parse /tmp/l        # summarize a finished run's output dir only
+
+For every validation: held-out success and reward over all validation episodes (sampled with verl's
+val_kwargs, and greedy when `turngym.val_greedy` wrote greedy copies), and the share that ended by
+overflow (the response budget ran out). For training: reward, success and seconds per step. Then
+the learning criterion (final sampled held-out success >= 2x step 0 and >= step 0 + 15 points, at
+most 10 % overflow at the end), wall time, CPU seconds of the whole process tree and the load
+average, so a time measured on a busy machine can be scaled to a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GREEDY_SUFFIX = "@greedy"
+
+
+def _records(metrics: Path) -> list[dict]:
+    records = []
+    for line in metrics.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _val_counts(out: Path) -> dict[str, int]:
+    """Validation episodes per data source, from the run's val.parquet (weights for the overall mean)."""
+    import pandas as pd
+
+    sources = pd.read_parquet(out / "data" / "val.parquet", columns=["data_source"])["data_source"]
+    return {str(k): int(v) for k, v in sources.value_counts().items()}
+
+
+def _weighted(record: dict, counts: dict[str, int], key: str, greedy: bool) -> float | None:
+    """Mean of val metric `key` over the sources of one sampling mode, weighted by episodes."""
+    total, weight = 0.0, 0
+    for source, n in counts.items():
+        if source.endswith(GREEDY_SUFFIX) != greedy:
+            continue
+        prefix = "val-core" if key == "reward" else "val-aux"
+        value = record.get(f"{prefix}/{source}/{key}/mean@1")
+        if value is None:
+            continue
+        total += float(value) * n
+        weight += n
+    return total / weight if weight else None
+
+
+def summarize(out: Path) -> dict:
+    """The curve of a run's output dir: validations (sampled, greedy) and training steps."""
+    records = _records(out / "metrics.jsonl")
+    counts = _val_counts(out)
+    vals, train = [], []
+    for record in records:
+        if record.get("kind") == "val":
+            row = {"step": record["step"]}
+            for mode, greedy in (("sampled", False), ("greedy", True)):
+                for key in ("success", "reward", "overflow"):
+                    row[f"{mode}_{key}"] = _weighted(record, counts, key, greedy)
+            row["per_env"] = {
+                source: record.get(f"val-aux/{source}/success/mean@1") for source in sorted(counts)
+            }
+            vals.append(row)
+        elif record.get("kind") == "train":
+            train.append(
+                {
+                    "step": record["step"],
+                    "reward": record.get("critic/score/mean"),
+                    "success": record.get("turngym/success_rate"),
+                    "seconds": record.get("timing_s/step"),
+                    "turns": record.get("turngym/turns"),
+                }
+            )
+    return {"val": vals, "train": train, "val_episodes": counts}
+
+
+def criterion(vals: list[dict], mode: str = "sampled") -> tuple[bool, str]:
+    """Final held-out success >= 2x and >= +0.15 over step 0, overflow <= 10 % at the end."""
+    if len(vals) < 2 or vals[0][f"{mode}_success"] is None or vals[-1][f"{mode}_success"] is None:
+        return False, f"{mode}: fewer than two validations"
+    first, last = vals[0][f"{mode}_success"], vals[-1][f"{mode}_success"]
+    overflow = vals[-1][f"{mode}_overflow"] or 0.0
+    ok = last >= 2 * first and last >= first + 0.15 and overflow <= 0.10
+    return ok, (
+        f"{mode}: success {first:.1%} -> {last:.1%} (x{last / first:.2f}, {100 * (last - first):+.1f} points)"
+        if first > 0
+        else f"{mode}: success {first:.1%} -> {last:.1%} ({100 * (last - first):+.1f} points)"
+    ) + f", final overflow {overflow:.1%}: {'PASS' if ok else 'FAIL'}"
+
+
+def _fmt(value: float | None, pct: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1%}" if pct else f"{value:.3f}"
+
+
+def print_summary(summary: dict) -> None:
+    """Tables of the validations and the training steps, then the criterion."""
+    counts = summary["val_episodes"]
+    sampled = sum(n for s, n in counts.items() if not s.endswith(GREEDY_SUFFIX))
+    greedy = sum(counts.values()) - sampled
+    print(
+        f"validation episodes: {sampled} sampled, {greedy} greedy ({', '.join(f'{s} {n}' for s, n in counts.items())})"
+    )
+    print("step | sampled: success reward overflow | greedy: success reward overflow")
+    for v in summary["val"]:
+        print(
+            f"{v['step']:>4} | {_fmt(v['sampled_success'], True):>16} {_fmt(v['sampled_reward']):>6} "
+            f"{_fmt(v['sampled_overflow'], True):>8} | {_fmt(v['greedy_success'], True):>15} "
+            f"{_fmt(v['greedy_reward']):>6} {_fmt(v['greedy_overflow'], True):>8}"
+        )
+    if summary["val"]:
+        last = summary["val"][-1]["per_env"]
+        print("final success per source: " + ", ".join(f"{s} {_fmt(v, True)}" for s, v in last.items()))
+    print("train step | reward success turns s/step")
+    for t in summary["train"]:
+        print(
+            f"{t['step']:>10} | {_fmt(t['reward']):>6} {_fmt(t['success'], True):>7} "
+            f"{_fmt(t['turns']):>5} {_fmt(t['seconds']):>6}"
+        )
+    seconds = [t["seconds"] for t in summary["train"] if t["seconds"] is not None]
+    if seconds:
+        print(
+            f"seconds per step: mean {sum(seconds) / len(seconds):.1f}, min {min(seconds):.1f}, max {max(seconds):.1f}"
+        )
+    for mode in ("sampled", "greedy"):
+        print(criterion(summary["val"], mode)[1])
+
+
+def _tree_cpu_seconds(root: int, seen: dict[int, float]) -> None:
+    """Add the CPU seconds (user + system) of `root` and its descendants to `seen` (max per pid)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        stats[pid] = (int(fields[11]) + int(fields[12])) / tick
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        if pid in stats:
+            seen[pid] = max(seen.get(pid, 0.0), stats[pid])
+        stack.extend(children.get(pid, []))
+
+
+def run(out: Path, overrides: list[str]) -> tuple[int, float, float, tuple, tuple]:
+    """Run the trainer; return (exit code, wall s, CPU s of the process tree, load before, load after)."""
+    command = [sys.executable, "-m", "trainer.run", "env=text-game", f"turngym.output_dir={out}", *overrides]
+    print("running:", " ".join(command), flush=True)
+    load_before = os.getloadavg()
+    start = time.time()
+    seen: dict[int, float] = {}
+    process = subprocess.Popen(command, cwd=REPO, start_new_session=True)
+    while process.poll() is None:
+        _tree_cpu_seconds(process.pid, seen)
+        time.sleep(2.0)
+    return process.returncode, time.time() - start, sum(seen.values()), load_before, os.getloadavg()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run (or only parse) a training run and print its learning curve."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path("/tmp/turngym-bench-learning"))
+    parser.add_argument("--parse", type=Path, help="only summarize this finished run's output dir")
+    parser.add_argument("overrides", nargs="*", help="trainer overrides (after --)")
+    args = parser.parse_args(argv)
+    if args.parse:
+        print_summary(summarize(args.parse))
+        return 0
+    if (args.out / "metrics.jsonl").exists():
+        print(f"{args.out} already holds a run; pick another --out (or delete it)", file=sys.stderr)
+        return 2
+    code, wall, cpu, before, after = run(args.out, args.overrides)
+    print_summary(summarize(args.out))
+    print(
+        f"wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min (whole process tree), load average "
+        f"{before[0]:.1f} before -> {after[0]:.1f} after (1-min), {after[2]:.1f} (15-min), {os.cpu_count()} cores"
+    )
+    print(f"reward curve: {args.out / 'reward_curve.png'}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
