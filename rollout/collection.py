@@ -31,6 +31,14 @@ def env_factory(
 
         envs.spec(env)  # an unknown id fails here, naming the closest ones, not as N failed episodes
         return lambda: envs.make(env, **kwargs), env
+    from envs.remote.client import RemoteEnv
+
+    if isinstance(getattr(env, "unwrapped", None), RemoteEnv):
+        # Its spec is the local one: copies made from it would silently run here, not on the server.
+        raise TypeError(
+            f"collect got a RemoteEnv ({env.unwrapped.env_id} at {env.unwrapped.url}); pass a function "
+            "making one per episode instead, e.g. lambda: envs.make(env_id, remote=url)"
+        )
     made_from = getattr(getattr(env, "unwrapped", None), "turngym_spec", None)
     if made_from is not None:
         # An env from `envs.make`: each episode gets its own copy, made the same way. The instance

@@ -262,3 +262,14 @@ def test_env_reads_calls_in_the_templates_format(llama3_tokenizer):
     assert not traj.failed and env.unwrapped.tool_call_format == "llama3"
     said = traj.messages[-1]["content"]
     assert "could not be read" in said and "is wrong" not in said and "Correct" not in said
+
+
+def test_remote_env_instance_is_refused_not_copied_locally(tokenizer):
+    from envs.remote.client import RemoteEnv
+
+    # Built without a server: only its type and address matter to collect, which must not run it here.
+    remote = RemoteEnv.__new__(RemoteEnv)
+    remote.env_id, remote.url = "guess-number-v0", "http://127.0.0.1:9"
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: "5")
+    with pytest.raises(TypeError, match="RemoteEnv"):
+        collect(remote, engine, tokenizer, 2)
