@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -28,6 +29,7 @@ from trainer.run_checks import check_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_PLUGIN_MODULE = "trainer.cpu"
+OPTIONAL_VERL_ENGINES = ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
 
 
 def agent_loop_config_path() -> Path:
@@ -65,8 +67,7 @@ def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
                 "RAY_DEDUP_LOGS": os.environ.get("RAY_DEDUP_LOGS", "1"),
                 # verl warns in every process about optional engines (megatron, veomni, ...) it cannot import.
                 "PYTHONWARNINGS": ",".join(
-                    f"ignore:{name} engine is not available:UserWarning"
-                    for name in ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
+                    f"ignore:{name} engine is not available:UserWarning" for name in OPTIONAL_VERL_ENGINES
                 ),
             }
         )
@@ -284,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
+    for name in OPTIONAL_VERL_ENGINES:
+        # compose_config's checks import verl's engines here, before the console filter can start.
+        warnings.filterwarnings("ignore", message=f"{name} engine is not available", category=UserWarning)
     try:
         cfg = compose_config(argv)
         check_run(cfg)  # before anything is written: model path, the run folder's settings
