@@ -68,7 +68,7 @@ def summarize(out: Path) -> dict:
         if record.get("kind") == "val":
             row = {"step": record["step"]}
             for mode, greedy in (("sampled", False), ("greedy", True)):
-                for key in ("success", "reward", "overflow"):
+                for key in ("success", "reward", "overflow", "format_errors", "turns_cut", "turns"):
                     row[f"{mode}_{key}"] = _weighted(record, counts, key, greedy)
             row["per_env"] = {
                 source: record.get(f"val-aux/{source}/success/mean@1") for source in sorted(counts)
@@ -125,6 +125,13 @@ def print_summary(summary: dict) -> None:
     if summary["val"]:
         last = summary["val"][-1]["per_env"]
         print("final success per source: " + ", ".join(f"{s} {_fmt(v, True)}" for s, v in last.items()))
+    print("step | per episode (sampled / greedy): turns, format errors, turns cut at the per-turn cap")
+    for v in summary["val"]:
+        print(
+            f"{v['step']:>4} | {_fmt(v['sampled_turns'])} / {_fmt(v['greedy_turns'])}, "
+            f"{_fmt(v['sampled_format_errors'])} / {_fmt(v['greedy_format_errors'])}, "
+            f"{_fmt(v['sampled_turns_cut'])} / {_fmt(v['greedy_turns_cut'])}"
+        )
     print("train step | reward success turns s/step")
     for t in summary["train"]:
         print(
