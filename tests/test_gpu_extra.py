@@ -7,6 +7,7 @@ The fast tests read pyproject.toml and verl's installed metadata; the slow one a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -71,7 +72,10 @@ def test_gpu_extra_keeps_every_training_dependency_but_cpu_torch():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(2400)
+@pytest.mark.skipif(
+    not os.environ.get("TURNGYM_RESOLVE_GPU_EXTRA"),
+    reason="pip's resolver over the GPU stack takes 5-20 min of index traffic; set TURNGYM_RESOLVE_GPU_EXTRA=1",
+)
 def test_pip_resolves_the_gpu_extra(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
