@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections import deque
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from envs.errors import InvalidAction
+from envs.games.grid_moves import STEPS, move_args_model, moves_from_tool, parse_moves
 from envs.games.text_game import TextGame
 from envs.messages import system, user
 from envs.step_result import StepResult
-
-Direction = Literal["up", "down", "left", "right"]
-STEPS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
-_ALIASES = {
-    **{d: d for d in STEPS},
-    "u": "up",
-    "d": "down",
-    "l": "left",
-    "r": "right",
-    "n": "up",
-    "s": "down",
-    "w": "left",
-    "e": "right",
-    "north": "up",
-    "south": "down",
-    "west": "left",
-    "east": "right",
-}
-_TOKENS = re.compile(r"[A-Za-z]+")
-_SEPARATORS = re.compile(r"^[\s,;.:>\-]*$")
 
 Cell = tuple[int, int]
 
@@ -153,51 +132,16 @@ class MazeEnv(TextGame[list[str]]):
 
     def parse_action(self, text: str) -> list[str]:
         """The moves of the reply's one block of move-only lines (prose lines around it are ignored)."""
-        if not text.strip():
-            raise InvalidAction("the reply is empty")
-        blocks: list[list[str]] = []
-        in_block = False
-        for line in text.strip().splitlines():
-            words = _TOKENS.findall(line)
-            if not words:
-                continue  # blank or punctuation-only lines neither start nor end a block
-            if all(w.lower() in _ALIASES for w in words) and _only_separators(line):
-                if not in_block:
-                    blocks.append([])
-                blocks[-1].extend(_ALIASES[w.lower()] for w in words)
-                in_block = True
-            else:
-                in_block = False
-        if len(blocks) > 1:
-            # Two plans split by prose ("either ... or ...") are alternatives, not one sequence of moves.
-            shown = "; ".join(" ".join(b)[:40] for b in blocks[:3])
-            raise InvalidAction(f"the reply holds several separate lists of moves ({shown}); send one")
-        if blocks:
-            return blocks[0]
-        first_bad = next((w for w in _TOKENS.findall(text) if w.lower() not in _ALIASES), None)
-        if first_bad is None:
-            raise InvalidAction("no moves found in the reply")
-        raise InvalidAction(f"{first_bad[:40]!r} is not a move; use up, down, left or right")
+        return parse_moves(text)
 
     @classmethod
     def action_args_model(cls):
         """`move(directions: list["up" | "down" | "left" | "right"])`; a single direction string is accepted too."""
-        from typing import Annotated
-
-        from pydantic import BaseModel, BeforeValidator, Field
-
-        class MoveArgs(BaseModel):
-            directions: Annotated[list[Direction], BeforeValidator(_as_list)] = Field(
-                description='Steps to take in order, e.g. ["up", "left"].'
-            )
-
-        return MoveArgs
+        return move_args_model()
 
     def action_from_tool(self, args) -> list[str]:
         """The moves from the tool's `directions` argument."""
-        if not args.directions:
-            raise InvalidAction("`directions` is empty; give at least one move")
-        return list(args.directions)
+        return moves_from_tool(args)
 
     def play(self, action: list[str]) -> StepResult:
         """Walk the moves in order; stop at a wall, at G, or when the move budget runs out."""
@@ -249,12 +193,3 @@ class MazeEnv(TextGame[list[str]]):
         """The next few moves of a shortest path (breadth-first search on the visible map)."""
         path = shortest_path(self.grid, self.pos, self.goal)
         return " ".join(path[: self.expert_moves_per_turn]) or "up"
-
-
-def _as_list(value: Any) -> Any:
-    # Models often send one move as a bare string; it means the same as a one-element list.
-    return [value] if isinstance(value, str) else value
-
-
-def _only_separators(line: str) -> bool:
-    return bool(_SEPARATORS.match(_TOKENS.sub("", line)))
