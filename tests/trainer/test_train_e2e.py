@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -55,8 +56,30 @@ def _train_steps(metrics: Path) -> list[int]:
 
 
 def _session_pids(sid: int) -> list[int]:
-    out = subprocess.run(["ps", "-eo", "pid=,sid="], capture_output=True, text=True).stdout
-    return [int(p) for p, s in (line.split() for line in out.splitlines() if line.strip()) if int(s) == sid]
+    """Live processes of session `sid` (zombies are dead already: they wait only to be reaped)."""
+    out = subprocess.run(["ps", "-eo", "pid=,sid=,stat="], capture_output=True, text=True).stdout
+    rows = (line.split() for line in out.splitlines() if line.strip())
+    return [int(p) for p, s, stat in rows if int(s) == sid and not stat.startswith("Z")]
+
+
+def _checkpointed_step(ckpt: Path) -> int | None:
+    """The step in verl's `latest_checkpointed_iteration.txt`, or None while it is missing or half written."""
+    try:
+        text = ckpt.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process left in session `sid` until none is left (no fixed sleep)."""
+    deadline = time.time() + 60
+    while (pids := _session_pids(sid)) and time.time() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+    assert not _session_pids(sid), f"processes of the killed run outlived SIGKILL: {_session_pids(sid)}"
 
 
 @pytest.mark.slow
@@ -112,19 +135,22 @@ def test_killed_run_resumes_without_losing_or_repeating_steps(tmp_path):
     log = (tmp_path / "first.log").open("w")
     first = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     ckpt = out / "checkpoints" / "latest_checkpointed_iteration.txt"
+    # Kill after any finished step whose checkpoint and metrics line are both written. Waiting for
+    # one exact step raced: with a checkpoint every step the file can move past it between polls.
     deadline = time.time() + 1200
     while time.time() < deadline and first.poll() is None:
-        if ckpt.exists() and ckpt.read_text().strip() == "2" and 2 in _train_steps(out / "metrics.jsonl"):
+        saved = _checkpointed_step(ckpt)
+        if saved is not None and saved in _train_steps(out / "metrics.jsonl"):
             break
-        time.sleep(1)
+        time.sleep(0.2)
     assert first.poll() is None, "the first run ended before it could be killed"
+    assert _checkpointed_step(ckpt) is not None, "no checkpoint within the deadline"
     sid = os.getsid(first.pid)
     os.killpg(first.pid, signal.SIGKILL)  # the driver and every Ray process it started
     first.wait(timeout=60)
-    time.sleep(2)
-    for pid in _session_pids(sid):  # stragglers that left the process group but not the session
-        os.kill(pid, signal.SIGKILL)
-    killed_at = int(ckpt.read_text().strip())
+    _kill_session(sid)  # stragglers that left the process group but not the session
+    killed_at = _checkpointed_step(ckpt)
+    assert killed_at is not None
     assert killed_at < 4
 
     second = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
