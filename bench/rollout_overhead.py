@@ -110,9 +110,9 @@ def bench_assembly(n_episodes: int, turns: int) -> None:
     from transformers import AutoTokenizer
 
     from rollout.chat_format import ChatFormat
+    from rollout.embedded_model import build_embedded_model
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.scripted_engine import ScriptedEngine
-    from trainer.embedded_model import build_embedded_model
 
     tok = AutoTokenizer.from_pretrained(build_embedded_model())
     env0 = LongChatEnv(turns)

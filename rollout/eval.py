@@ -237,7 +237,7 @@ def build_engine(opts: dict[str, Any]):
 
     tok_path = opts.get("tokenizer") or opts.get("model")
     if tok_path is None:
-        from trainer.embedded_model import build_embedded_model  # as HFEngine's default model
+        from rollout.embedded_model import build_embedded_model  # as HFEngine's default model
 
         tok_path = build_embedded_model()
     return (

@@ -102,7 +102,7 @@ class HFEngine:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if model_or_path is None:
-            from trainer.embedded_model import build_embedded_model
+            from rollout.embedded_model import build_embedded_model
 
             model_or_path = build_embedded_model()
         if isinstance(model_or_path, str | os.PathLike):

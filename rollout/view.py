@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
             f"tokenizer {tok_path} (recorded in {args.path}) is not a directory; pass --tokenizer DIR"
         )
     if tok_path is None:
-        from trainer.embedded_model import build_embedded_model
+        from rollout.embedded_model import build_embedded_model
 
         tok_path = build_embedded_model()
     trajs = load_jsonl(args.path)[: args.limit]

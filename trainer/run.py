@@ -98,7 +98,7 @@ def prepare(cfg: DictConfig) -> DictConfig:
             env_vars[key] = value
 
     if not cfg.turngym.model:
-        from trainer.embedded_model import build_embedded_model
+        from rollout.embedded_model import build_embedded_model
 
         cfg.turngym.model = str(build_embedded_model())
     entries = env_entries(cfg)

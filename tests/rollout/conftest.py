@@ -14,14 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def model_path():
-    from trainer.embedded_model import build_embedded_model
+    from rollout.embedded_model import build_embedded_model
 
     return build_embedded_model()
 
 
 @pytest.fixture(scope="session")
 def llama3_path():
-    from trainer.embedded_model import build_embedded_model
+    from rollout.embedded_model import build_embedded_model
 
     return build_embedded_model(template="llama3")
 

@@ -5,7 +5,7 @@ import multiprocessing as mp
 
 import pytest
 
-from trainer.embedded_model import CHAT_TEMPLATES, STOP_TOKENS, build_embedded_model
+from rollout.embedded_model import CHAT_TEMPLATES, STOP_TOKENS, build_embedded_model
 
 TOOLS = [
     {
@@ -99,6 +99,21 @@ def test_concurrent_builders_agree(tmp_path):
     from transformers import AutoTokenizer
 
     assert len(AutoTokenizer.from_pretrained(target)) > 2000
+
+
+def test_cache_dir_changes_with_the_corpus(monkeypatch):
+    from rollout.embedded_model import model
+
+    before = model._version_hash("chatml")
+    monkeypatch.setattr(model, "corpus_digest", lambda: "another corpus")
+    assert model._version_hash("chatml") != before
+
+
+def test_templates_ship_as_package_data():
+    from importlib.resources import files
+
+    folder = files("rollout.embedded_model").joinpath("templates")
+    assert {f"{name}.jinja" for name in CHAT_TEMPLATES} <= {p.name for p in folder.iterdir()}
 
 
 def test_unknown_template_is_a_clear_error():

@@ -32,7 +32,7 @@ class _ServerManagerCalls:
 
 @pytest.fixture(scope="module")
 def model_path():
-    from trainer.embedded_model import build_embedded_model
+    from rollout.embedded_model import build_embedded_model
 
     return str(build_embedded_model())
 

@@ -7,9 +7,9 @@ from transformers import AutoTokenizer
 
 import envs
 from rollout.chat_format import ChatFormat
+from rollout.embedded_model import build_embedded_model
 from trainer.compose import ConfigError
 from trainer.datasets import write_datasets
-from trainer.embedded_model import build_embedded_model
 from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length
 
 MIX = [

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rollout.embedded_model import build_embedded_model
 from trainer.compose import compose_config, env_entries
-from trainer.embedded_model import build_embedded_model
 from trainer.expert_demos import expert_episode, write_demonstrations
 
 GROUPS = ["text-game", "tool-use", "math-tutor", "code-sandbox"]
