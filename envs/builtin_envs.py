@@ -91,3 +91,11 @@ register(
     description="Cross a frozen lake to the goal without falling through a hole; hard ice slips (RAGEN's FrozenLake).",
     max_turns=120,
 )
+
+register(
+    "repo-fix-v0",
+    "envs.repo_fix.repo_fix_env:RepoFixEnv",
+    category="code",
+    description="Fix a failing test in a generated multi-file Python repository with shell/read/edit; hidden tests grade.",
+    max_turns=20,
+)

@@ -1,0 +1,22 @@
+"""A shopping cart: (price, quantity) pairs in whole cents."""
+
+from . import money
+
+
+def line_total(price, quantity):
+    """Cost of one cart line."""
+    return price * quantity
+
+
+def cart_total(items):
+    """Sum of the line totals of (price, quantity) pairs."""
+    total = 0
+    for price, quantity in items:
+        total += line_total(price, quantity)
+    return total
+
+
+def checkout(items, discount_pct, tax_pct):
+    """What the customer pays: the cart total, discounted first, then taxed."""
+    discounted = money.apply_discount(cart_total(items), discount_pct)
+    return money.add_tax(discounted, tax_pct)

@@ -1,0 +1,23 @@
+"""Name records: parsing lines and indexing names."""
+
+from . import textutil
+
+
+def parse_line(line):
+    """Fields of a comma-separated line, with surrounding spaces removed."""
+    return [field.strip() for field in line.split(",")]
+
+
+def index_by_slug(names):
+    """Map each name's slug to the first name that has it."""
+    index = {}
+    for name in names:
+        key = textutil.slugify(name)
+        if key not in index:
+            index[key] = name
+    return index
+
+
+def short_names(names, width):
+    """Names cut to `width` characters, sorted case-insensitively."""
+    return sorted((textutil.truncate(name, width) for name in names), key=str.lower)
