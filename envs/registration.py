@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +11,7 @@ from typing import Any
 import gymnasium
 
 from envs.errors import UnknownEnvError
+from tools.registration import Registry, check_entry_point, load_entry_point
 
 GYM_NAMESPACE = "turngym"
 _ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9\-_.]*-v\d+$")
@@ -37,21 +35,15 @@ class EnvSpec:
         return f"{GYM_NAMESPACE}/{self.id}"
 
     def load(self) -> Callable[..., Any]:
-        """The env class or factory behind `entry_point`."""
-        if callable(self.entry_point):
-            return self.entry_point
-        loaded = _LOADED.get(self.entry_point)
-        if loaded is None:
-            module, _, attr = self.entry_point.partition(":")
-            loaded = _LOADED[self.entry_point] = getattr(importlib.import_module(module), attr)
-        return loaded
+        """The env class or factory behind `entry_point` (imported once, then cached)."""
+        return load_entry_point(self.entry_point)
 
 
-# Entry points already imported: `make` per episode need not go through importlib each time.
-_LOADED: dict[str, Callable[..., Any]] = {}
-
-
-_REGISTRY: dict[str, EnvSpec] = {}
+_REGISTRY: Registry[EnvSpec] = Registry(
+    "env",
+    unknown_error=UnknownEnvError,
+    listing=lambda r: f"`python -m envs list` shows all {len(r)} envs.",
+)
 _UNSET = object()
 
 # TextEnv's own limits: env classes need not list them in their constructors, `make` applies them after.
@@ -75,20 +67,11 @@ def register(
     """
     if not _ID_PATTERN.match(id):
         raise ValueError(f"env id {id!r} must look like 'name-v0' (lowercase, digits, '-', ending in -vN)")
-    if isinstance(entry_point, str) and ":" not in entry_point:
-        raise ValueError(f"entry_point {entry_point!r} must be 'module:attr' or a callable")
+    check_entry_point(entry_point)
     spec = EnvSpec(id, entry_point, category, description, dict(kwargs), max_turns, format_penalty)
-    earlier = _REGISTRY.get(id)
-    if earlier is not None:
-        if earlier != spec:  # the same spec again (a module reloaded) changes nothing: no warning
-            warnings.warn(
-                f"Overriding env {id!r} already in the registry (entry point {earlier.entry_point!r} "
-                f"replaced by {entry_point!r}).",
-                stacklevel=2,
-            )
-        # Gymnasium would warn again about its mirror `turngym/<id>`: one warning (or none) says it.
-        gymnasium.registry.pop(spec.gym_id, None)
-    _REGISTRY[id] = spec
+    # Gymnasium would warn again about its mirror `turngym/<id>`: one warning (or none) says it.
+    gymnasium.registry.pop(spec.gym_id, None)
+    _REGISTRY.add(id, spec)
     gymnasium.register(
         id=spec.gym_id,
         entry_point=_make_for_gymnasium,
@@ -101,19 +84,12 @@ def register(
 
 def spec(id: str) -> EnvSpec:
     """The spec registered under `id`; unknown ids raise an error naming the closest ones."""
-    try:
-        return _REGISTRY[id]
-    except KeyError:
-        close = difflib.get_close_matches(id, list(_REGISTRY), n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise UnknownEnvError(
-            f"no env registered as {id!r}.{hint} `python -m envs list` shows all {len(_REGISTRY)} envs."
-        ) from None
+    return _REGISTRY.spec(id)
 
 
 def list_envs(category: str | None = None) -> list[EnvSpec]:
     """Registered env specs (id, category, description), sorted by category then id."""
-    specs = [s for s in _REGISTRY.values() if category is None or s.category == category]
+    specs = [s for s in _REGISTRY.list() if category is None or s.category == category]
     return sorted(specs, key=lambda s: (s.category, s.id))
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from interactions.registry import InteractionSpec, register
+from tools.registration import EntryPointError
 
 
 class InteractionConfigError(ValueError):
@@ -84,7 +85,7 @@ def _check_entry(path: Path, name: str, entry: Any) -> dict[str, Any]:
         factory = probe.load()
     except ModuleNotFoundError as e:
         raise InteractionConfigError(f"{where}: cannot import module for {target!r} ({e})") from None
-    except AttributeError:
+    except (AttributeError, EntryPointError):
         raise InteractionConfigError(
             f"{where}: {target!r} names nothing: no such attribute in the module"
         ) from None

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from interactions.interaction import Interaction
+from tools.registration import Registry, check_entry_point, load_entry_point
 
 
 class UnknownInteractionError(KeyError):
@@ -29,18 +27,17 @@ class InteractionSpec:
     description: str = ""
     source: str = ""  # where it was registered from (a YAML path), for error messages
 
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """Constructor defaults (`config`), under the name every `tools.registration.Registry` spec uses."""
+        return self.config
+
     def load(self) -> Callable[..., Interaction]:
         """The class or factory behind `entry_point`."""
-        if callable(self.entry_point):
-            return self.entry_point
-        module, _, attr = self.entry_point.partition(":")
-        target: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            target = getattr(target, part)
-        return target
+        return load_entry_point(self.entry_point)
 
 
-_REGISTRY: dict[str, InteractionSpec] = {}
+_REGISTRY: Registry[InteractionSpec] = Registry("interaction", unknown_error=UnknownInteractionError)
 
 
 def register(
@@ -57,41 +54,24 @@ def register(
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"an interaction name must be a non-empty string, got {name!r}")
-    if isinstance(entry_point, str) and ":" not in entry_point:
-        raise ValueError(f"entry point {entry_point!r} must be 'module:attr' or a callable")
-    found = InteractionSpec(name, entry_point, dict(config), description, source)
-    earlier = _REGISTRY.get(name)
-    if earlier is not None and earlier != found:  # loading the same YAML twice changes nothing
-        warnings.warn(
-            f"Overriding interaction {name!r} already in the registry (entry point "
-            f"{earlier.entry_point!r} replaced by {entry_point!r}).",
-            stacklevel=2,
-        )
-    _REGISTRY[name] = found
-    return found
+    check_entry_point(entry_point)
+    return _REGISTRY.add(name, InteractionSpec(name, entry_point, dict(config), description, source))
 
 
 def spec(name: str) -> InteractionSpec:
     """The spec registered under `name`; unknown names raise an error naming the closest ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise UnknownInteractionError(
-            f"no interaction registered as {name!r}.{hint} Registered: {', '.join(sorted(_REGISTRY))}."
-        ) from None
+    return _REGISTRY.spec(name)
 
 
 def list_interactions() -> list[InteractionSpec]:
     """All registered interaction specs, sorted by name."""
-    return sorted(_REGISTRY.values(), key=lambda s: s.name)
+    return _REGISTRY.list()
 
 
 def make(name: str, **config: Any) -> Interaction:
     """Build the interaction registered as `name`; `config` overrides its registered defaults."""
     found = spec(name)
-    made = found.load()(**{**found.config, **config})
+    made = _REGISTRY.make(name, **config)
     if not isinstance(made, Interaction):
         raise TypeError(
             f"interaction {name!r}: entry point {found.entry_point!r} built a {type(made).__name__}, "

@@ -1,18 +1,40 @@
-"""turngym tools: typed tools with OpenAI schemas, YAML loading, built-ins and code sandboxes."""
+"""turngym tools: typed tools with OpenAI schemas, YAML loading, built-ins and code sandboxes.
+
+Names load on first use, so `import tools` (and any `tools.<submodule>` import, which runs this file
+first) pulls neither pydantic nor pyyaml: `envs` imports `tools.registration` at import time.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
-from tools.builtin import get_builtin, list_builtins
-from tools.calls import ParsedTurn, ToolCall, format_tool_calls, parse_tool_calls
-from tools.registry import ToolRegistry
-from tools.result import ToolResult
-from tools.tool import FunctionTool, Tool, tool
+_EXPORTS = {
+    "FunctionTool": "tools.tool",
+    "Tool": "tools.tool",
+    "tool": "tools.tool",
+    "ToolRegistry": "tools.registry",
+    "ToolResult": "tools.result",
+    "ParsedTurn": "tools.calls",
+    "ToolCall": "tools.calls",
+    "format_tool_calls": "tools.calls",
+    "parse_tool_calls": "tools.calls",
+    "get_builtin": "tools.builtin",
+    "list_builtins": "tools.builtin",
+    "load_tools": "tools.loading",
+    "resolve_tools": "tools.loading",
+    "make_tool": "tools.loading",
+    "ToolLoadError": "tools.loading",
+    "Registry": "tools.registration",
+    "load_entry_point": "tools.registration",
+}
 
 __all__ = [
     "FunctionTool",
     "ParsedTurn",
+    "Registry",
     "Tool",
     "ToolCall",
     "ToolLoadError",
@@ -21,6 +43,7 @@ __all__ = [
     "format_tool_calls",
     "get_builtin",
     "list_builtins",
+    "load_entry_point",
     "load_tools",
     "make_tool",
     "parse_tool_calls",
@@ -28,11 +51,32 @@ __all__ = [
     "tool",
 ]
 
+if TYPE_CHECKING:
+    from tools.builtin import get_builtin, list_builtins
+    from tools.calls import ParsedTurn, ToolCall, format_tool_calls, parse_tool_calls
+    from tools.loading import ToolLoadError, load_tools, make_tool, resolve_tools
+    from tools.registration import Registry, load_entry_point
+    from tools.registry import ToolRegistry
+    from tools.result import ToolResult
+    from tools.tool import FunctionTool, Tool, tool
+
 
 def __getattr__(name: str) -> Any:
-    # YAML loading imports pyyaml only when used.
-    if name in ("load_tools", "resolve_tools", "make_tool", "ToolLoadError"):
-        from tools import loading
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(loading, name)
-    raise AttributeError(f"module 'tools' has no attribute {name!r}")
+
+class _ToolsModule(types.ModuleType):
+    # Importing the submodule `tools.tool` sets `tools.tool` to that module, which would hide the
+    # `@tool` decorator exported under the same name: `tools.tool` stays the decorator.
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "tool" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _ToolsModule

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 from collections.abc import Callable
 from typing import Any
 
+from tools.registration import load_entry_point
 from tools.tool import FunctionTool, Tool
 
 # Keys verl's tool YAML puts in `config` that are about verl, not the tool.
@@ -18,22 +18,12 @@ class ToolLoadError(ValueError):
     """A tool spec could not be loaded; the message names the file, the entry and the problem."""
 
 
-def import_entry(entry: str) -> Any:
-    """Import `pkg.module:attr` (or verl's `pkg.module.Attr`)."""
-    if ":" in entry:
-        module_name, _, attr = entry.partition(":")
-    else:
-        module_name, _, attr = entry.rpartition(".")
-    if not module_name or not attr:
-        raise ImportError(f"expected `module:attr`, got {entry!r}")
-    module = importlib.import_module(module_name)
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ImportError(f"module {module_name!r} has no attribute {attr!r}") from None
-    return obj
+def _verl_entry(class_name: str) -> str:
+    """verl writes `pkg.module.Class`; turngym's loader takes `pkg.module:Class`."""
+    if ":" in class_name:
+        return class_name
+    module, _, attr = class_name.rpartition(".")
+    return f"{module}:{attr}"
 
 
 def _check_config(cls: type, config: dict[str, Any]) -> None:
@@ -60,7 +50,7 @@ def make_tool(obj: Any, config: dict[str, Any] | None = None, name: str | None =
     if isinstance(obj, str):
         from tools.builtin import BUILTINS, builtin_class
 
-        obj = builtin_class(obj) if obj in BUILTINS else import_entry(obj)
+        obj = builtin_class(obj) if obj in BUILTINS else load_entry_point(obj)
     if isinstance(obj, Tool):
         if config:
             raise TypeError("`config` given, but the entry is already a Tool instance")
@@ -120,7 +110,7 @@ def _from_item(item: Any) -> Tool:
 
 def _from_verl(item: dict[str, Any]) -> Tool:
     config = {k: v for k, v in (item.get("config") or {}).items() if k not in _VERL_CONFIG_KEYS}
-    cls = import_entry(item["class_name"])
+    cls = load_entry_point(_verl_entry(item["class_name"]))
     schema = item.get("tool_schema")
     if isinstance(cls, type) and issubclass(cls, Tool):
         fn_schema = (schema or {}).get("function", {}) if isinstance(schema, dict) else {}

@@ -2,36 +2,37 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tools.tool import Tool
+from tools.registration import EntrySpec, Registry
 
-BUILTINS: dict[str, str] = {
-    "calculator": "tools.builtin.calculator:Calculator",
-    "search": "tools.builtin.search:Search",
-    "submit": "tools.builtin.submit:Submit",
-    "python": "tools.builtin.python:PythonTool",
-    "python_session": "tools.builtin.python:PythonSessionTool",
-}
+if TYPE_CHECKING:
+    from tools.tool import Tool
+
+#: The built-in tools by name (a `tools.registration.Registry` of Tool classes).
+BUILTINS: Registry[EntrySpec] = Registry(
+    "built-in tool", listing=lambda r: f"built-ins: {', '.join(r.names)}."
+)
+BUILTINS.register("calculator", "tools.builtin.calculator:Calculator")
+BUILTINS.register("search", "tools.builtin.search:Search")
+BUILTINS.register("submit", "tools.builtin.submit:Submit")
+BUILTINS.register("python", "tools.builtin.python:PythonTool")
+BUILTINS.register("python_session", "tools.builtin.python:PythonSessionTool")
 
 
 def builtin_class(name: str) -> type[Tool]:
     """The Tool class registered under `name`."""
-    if name not in BUILTINS:
-        raise KeyError(f"unknown built-in tool {name!r}; built-ins: {', '.join(sorted(BUILTINS))}")
-    module, attr = BUILTINS[name].split(":")
-    return getattr(importlib.import_module(module), attr)
+    return BUILTINS.spec(name).load()
 
 
 def get_builtin(name: str, **config: Any) -> Tool:
     """A new instance of the built-in tool `name`, constructed with `config`."""
-    return builtin_class(name)(**config)
+    return BUILTINS.make(name, **config)
 
 
 def list_builtins() -> list[str]:
     """Names of the built-in tools."""
-    return sorted(BUILTINS)
+    return BUILTINS.names
 
 
 __all__ = ["BUILTINS", "builtin_class", "get_builtin", "list_builtins"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tools.calls import hermes, llama3, mistral
 from tools.calls.call import ParsedTurn, ToolCall
+from tools.registration import Registry
 
 
 @dataclass(frozen=True)
@@ -18,35 +19,34 @@ class CallFormat:
     format: Callable[[list[ToolCall], str], str]
 
 
-_FORMATS: dict[str, CallFormat] = {}
-_ALIASES = {
-    "qwen": "hermes",
-    "qwen25": "hermes",
-    "chatml": "hermes",
-    "llama": "llama3",
-    "llama3_json": "llama3",
-}
+_FORMATS: Registry[CallFormat] = Registry(
+    "tool-call format",
+    listing=lambda r: f"known formats: {', '.join(r.names)}.",
+    aliases={
+        "qwen": "hermes",
+        "qwen25": "hermes",
+        "chatml": "hermes",
+        "llama": "llama3",
+        "llama3_json": "llama3",
+    },
+)
 
 
 def register_format(
     name: str, parse: Callable[[str, str], ParsedTurn], format: Callable[[list[ToolCall], str], str]
 ) -> None:
-    """Add a format under `name` (replacing one of the same name)."""
-    _FORMATS[name] = CallFormat(name, parse, format)
+    """Add a format under `name`; replacing a different one of the same name warns."""
+    _FORMATS.add(name, CallFormat(name, parse, format))
 
 
 def get_format(name: str) -> CallFormat:
     """The format called `name` (aliases such as `qwen` accepted)."""
-    key = _ALIASES.get(name, name)
-    if key not in _FORMATS:
-        known = ", ".join(sorted(_FORMATS))
-        raise KeyError(f"unknown tool-call format {name!r}; known formats: {known}")
-    return _FORMATS[key]
+    return _FORMATS.spec(name)
 
 
 def list_formats() -> list[str]:
     """Names of the registered formats."""
-    return sorted(_FORMATS)
+    return _FORMATS.names
 
 
 def parse_tool_calls(text: str, format: str = "hermes", id_prefix: str = "call_") -> ParsedTurn:
