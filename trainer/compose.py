@@ -6,15 +6,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from trainer.config_error import ConfigError
 from trainer.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 PRIMARY_CONFIG = "turngym"
 GROUPS = ("env", "algorithm", "platform")
-
-
-class ConfigError(ValueError):
-    """A bad override, unknown group choice or unknown env id; the message names the valid choices."""
 
 
 def group_choices(group: str) -> list[str]:

@@ -63,7 +63,7 @@ def sft_config(
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
 
-    from trainer.compose import ConfigError
+    from trainer.config_error import ConfigError
 
     cpu = device == "cpu"
     ours = [
