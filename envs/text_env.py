@@ -14,10 +14,10 @@ import gymnasium as gym
 from envs.assistant_turn import AssistantTurn, read_action
 from envs.errors import InvalidAction, InvalidOptions, ResetNeeded
 from envs.messages import Message, tool_result, user
-from envs.run_sync import run_sync
 from envs.seeding import np_random
 from envs.spaces import AssistantAction, ChatMessages
 from envs.step_result import StepResult
+from tools.run_sync import run_sync
 
 if TYPE_CHECKING:
     from tools import Tool, ToolResult

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import threading
-from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply, Message
+from tools.run_sync import run_sync
 
 T = TypeVar("T")
 
@@ -84,12 +82,12 @@ class LLMUser(Interaction):
         self._begin(episode_info)
         opening = episode_info.get("opening", self.opening)
         if opening is None:
-            opening = _run_sync(self._generate([], seed=_seed_from(episode_info)))[0]
+            opening = run_sync(self._generate([], seed=_seed_from(episode_info)))[0]
         return [{"role": "user", "content": opening}]
 
     def respond(self, messages: list[Message]) -> InteractionReply:
         """Blocking `arespond` (runs in a worker thread when an event loop is running here)."""
-        return _run_sync(self.arespond(messages))
+        return run_sync(self.arespond(messages))
 
     async def arespond(self, messages: list[Message]) -> InteractionReply:
         """Ask the engine for the user's next message."""
@@ -144,25 +142,3 @@ def swap_roles(messages: list[Message]) -> list[Message]:
 def _seed_from(info: dict[str, Any]) -> int | None:
     rng = info.get("rng")
     return int(rng.integers(2**31 - 1)) if rng is not None else None
-
-
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    # Interactions sit below envs, so this small twin of envs.run_sync lives here.
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as e:  # re-raised in the caller's thread
-            box["error"] = e
-
-    worker = threading.Thread(target=target, name="llm-user-sync")
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]

@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from envs.run_sync import run_sync
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.trajectory import Trajectory, TrajectoryBatch
+from tools.run_sync import run_sync
 
 #: What `collect` takes as `env`: an env id, an env made by `envs.make` (copied from its spec), or a
 #: factory returning a fresh env.

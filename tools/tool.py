@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import copy
 import inspect
 import json
@@ -17,6 +16,7 @@ import pydantic
 
 from tools.calls import bounded_json
 from tools.result import ToolResult
+from tools.run_sync import run_sync
 from tools.schema import function_schema
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -114,12 +114,7 @@ class Tool:
 
     def call_sync(self, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
         """Blocking `call`; safe inside a running event loop (runs in a worker thread then)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.call(arguments, context))
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"tool-{self.name}") as pool:
-            return pool.submit(lambda: asyncio.run(self.call(arguments, context))).result()
+        return run_sync(self.call(arguments, context))
 
     def fork(self) -> Tool:
         """Per-episode instance: `self` when stateless, a fresh copy with empty state when stateful."""

@@ -11,9 +11,9 @@ from envs.assistant_turn import AssistantTurn
 from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.messages import system, user
-from envs.run_sync import run_sync
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
+from tools.run_sync import run_sync
 
 _CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -113,17 +113,15 @@ class CodeSandboxEnv(TextEnv):
     def sandbox(self) -> Any:
         """The sandbox that runs `python` calls and grades submissions (built on first use)."""
         if self._sandbox is None:
-            if self._sandbox_arg == "local":
-                from tools.sandbox import LocalSandbox
+            if isinstance(self._sandbox_arg, str):
+                from tools.sandbox.backend import make_sandbox
 
-                self._sandbox = LocalSandbox(
-                    timeout_s=self.run_timeout_s, memory_mb=self.memory_mb, isolation=self.isolation
-                )
-            elif self._sandbox_arg == "fusion":
-                from tools.sandbox import FusionSandbox
-
-                self._sandbox = FusionSandbox(
-                    self._sandbox_endpoint, timeout_s=self.run_timeout_s, memory_mb=self.memory_mb
+                self._sandbox = make_sandbox(
+                    self._sandbox_arg,
+                    endpoint=self._sandbox_endpoint,
+                    timeout_s=self.run_timeout_s,
+                    memory_mb=self.memory_mb,
+                    isolation=self.isolation,
                 )
             else:
                 self._sandbox = self._sandbox_arg

@@ -42,16 +42,11 @@ class PythonTool(Tool):
         memory_mb: int = 512,
         isolation: str = "auto",
     ) -> None:
-        if backend == "fusion":
-            from tools.sandbox.fusion import FusionSandbox
+        from tools.sandbox.backend import make_sandbox
 
-            self.sandbox = FusionSandbox(endpoint, timeout_s=run_timeout_s, memory_mb=memory_mb)
-        elif backend == "local":
-            from tools.sandbox.local import LocalSandbox
-
-            self.sandbox = LocalSandbox(timeout_s=run_timeout_s, memory_mb=memory_mb, isolation=isolation)
-        else:
-            raise ValueError(f"backend must be 'local' or 'fusion', got {backend!r}")
+        self.sandbox = make_sandbox(
+            backend, endpoint=endpoint, timeout_s=run_timeout_s, memory_mb=memory_mb, isolation=isolation
+        )
         self.timeout_s = run_timeout_s + 30.0  # the sandbox enforces the real limit
 
     async def run(self, args: _CodeArgs, context: dict | None) -> ToolResult:

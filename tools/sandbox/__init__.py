@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tools.sandbox.backend import Sandbox, make_sandbox
 from tools.sandbox.result import SandboxResult
 
 if TYPE_CHECKING:
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from tools.sandbox.local import LocalSandbox
     from tools.sandbox.session import PythonSession
 
-__all__ = ["FusionSandbox", "LocalSandbox", "PythonSession", "SandboxResult"]
+__all__ = ["FusionSandbox", "LocalSandbox", "PythonSession", "Sandbox", "SandboxResult", "make_sandbox"]
 
 _LAZY = {
     "LocalSandbox": "tools.sandbox.local",

@@ -48,18 +48,9 @@ class FusionSandbox:
         self.max_attempts = max_attempts
         self.client_timeout_s = client_timeout_s
         self.busy_wait_s = busy_wait_s
-        # Clients are reused: building one costs tens of ms (TLS context), more than a sandbox run.
-        self._client = None
+        # Clients are reused (one per event loop): building one costs tens of ms (TLS context), more
+        # than a sandbox run. Sync `run` goes through one background loop, so it reuses its client too.
         self._aclients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
-
-    def _sync_client(self):
-        import httpx
-
-        with self._lock:
-            if self._client is None:
-                self._client = httpx.Client(timeout=None)
-            return self._client
 
     def _async_client(self):
         import httpx
@@ -71,11 +62,11 @@ class FusionSandbox:
         return client
 
     def close(self) -> None:
-        """Close the reusable sync HTTP client."""
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        """Close the HTTP client that sync `run` calls share."""
+        loop = _SYNC_LOOP[0]
+        client = self._aclients.pop(loop, None) if loop is not None else None
+        if client is not None:
+            asyncio.run_coroutine_threadsafe(client.aclose(), loop).result()
 
     def _body(
         self, code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s
@@ -104,8 +95,7 @@ class FusionSandbox:
     def _post(
         self, code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s=None
     ) -> dict[str, Any] | SandboxResult:
-        # `run` and `arun` differ only in how they wait, so the request (or the bad-request result)
-        # is built once here for both.
+        """The request for one run, or the result for a request that cannot be built."""
         try:
             body = self._body(
                 code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s
@@ -155,28 +145,18 @@ class FusionSandbox:
         fetch_files: list[str] | None = None,
         compile_timeout_s: float | None = None,
     ) -> SandboxResult:
-        """Run `code` on the server; never raises."""
-        import httpx
-
-        post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s)
-        if isinstance(post, SandboxResult):
-            return post
-        start = time.perf_counter()
-        client = self._sync_client()
-        attempt, busy_waited = 0, 0.0
-        while True:
-            try:
-                outcome = client.post(**post)
-            except httpx.TransportError as exc:
-                outcome = exc
-            wait, result = self._next(outcome, attempt, busy_waited, start)
-            if result is not None:
-                return result
-            if isinstance(outcome, Exception):
-                attempt += 1
-            else:
-                busy_waited += wait
-            time.sleep(wait)
+        """Run `code` on the server; never raises. Blocking `arun`, awaited on a background event loop."""
+        run = self.arun(
+            code,
+            language,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            stdin=stdin,
+            files=files,
+            fetch_files=fetch_files,
+            compile_timeout_s=compile_timeout_s,
+        )
+        return asyncio.run_coroutine_threadsafe(run, _sync_loop()).result()
 
     async def arun(
         self,
@@ -190,7 +170,7 @@ class FusionSandbox:
         fetch_files: list[str] | None = None,
         compile_timeout_s: float | None = None,
     ) -> SandboxResult:
-        """Async twin of `run`."""
+        """Run `code` on the server without blocking the event loop; never raises."""
         import httpx
 
         post = self._post(code, language, timeout_s, memory_mb, stdin, files, fetch_files, compile_timeout_s)
@@ -212,6 +192,20 @@ class FusionSandbox:
             else:
                 busy_waited += wait
             await asyncio.sleep(wait)
+
+
+# One event loop in a daemon thread serves every sync `run` (its HTTP clients stay open between runs).
+_SYNC_LOOP: list[asyncio.AbstractEventLoop | None] = [None]
+_SYNC_LOOP_LOCK = threading.Lock()
+
+
+def _sync_loop() -> asyncio.AbstractEventLoop:
+    with _SYNC_LOOP_LOCK:
+        loop = _SYNC_LOOP[0]
+        if loop is None:
+            loop = _SYNC_LOOP[0] = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="fusion-sandbox-sync", daemon=True).start()
+        return loop
 
 
 def _backoff(attempt: int) -> float:
