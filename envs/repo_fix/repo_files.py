@@ -100,10 +100,6 @@ class RepoFiles:
         self.files[key] = updated
         return key
 
-    def delete(self, path: str) -> None:
-        """Remove a file (a no-op when absent)."""
-        self.files.pop(path, None)
-
     def _check_size(self, key: str, text: str) -> None:
         if len(text) > MAX_FILE_CHARS:
             raise RepoError(f"{key} would be {len(text)} characters; files are limited to {MAX_FILE_CHARS}")

@@ -164,7 +164,7 @@ class RepoFixEnv(TextEnv):
         notes = self._take_back(before, result.files or {})
         if notes:
             text += "\n" + "\n".join(notes)
-        if "run_tests" in command:
+        if command.strip() == TEST_COMMAND:  # what the expert reads
             self.last_test_output = result.stdout
             self.edited_since_tests = False
         return ToolResult(text)
@@ -173,9 +173,10 @@ class RepoFixEnv(TextEnv):
         notes = []
         for path, old in before.items():
             data = fetched.get(f"{REPO_DIR}/{path}")
-            if data is None:
-                self.repo.delete(path)
-                notes.append(f"[{path} was removed]")
+            if data is None:  # removed, or now a link out of the repository or not a regular file
+                notes.append(
+                    f"[{path}: not a regular file in the repository any more; its old content stays]"
+                )
                 continue
             if len(data) > MAX_FILE_CHARS * 4:
                 notes.append(f"[{path}: the new content is too large to keep; the old one stays]")

@@ -33,7 +33,8 @@ class Shell(Tool):
     description = (
         "Run a bash command in the repository root inside a sandbox (no network; `python3` is there, pytest "
         "is not; run the tests with `python3 run_tests.py`). Returns stdout, stderr and the exit code. "
-        "Changes the command makes to existing files are kept; files it creates are not (use `edit`)."
+        "Changes the command makes to the contents of existing files are kept; files it creates, removes "
+        "or renames are not (use `edit`)."
     )
     timeout_s = None  # the sandbox's own wall-clock and CPU limits bound it
 
