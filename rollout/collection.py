@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from rollout.engine import Engine
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.trajectory import Trajectory, TrajectoryBatch
 from tools.run_sync import run_sync
@@ -72,7 +73,7 @@ def _is_env_instance(env: Any) -> bool:
 
 async def acollect(
     env: EnvSource,
-    engine: Any,
+    engine: Engine,
     tokenizer: Any,
     n_episodes: int,
     *,
@@ -130,7 +131,7 @@ async def acollect(
 
 def collect(
     env: EnvSource,
-    engine: Any,
+    engine: Engine,
     tokenizer: Any,
     n_episodes: int,
     group_size: int = 1,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollout.chat_format import ChatFormat
-from rollout.engine import EngineRequestError
+from rollout.engine import Engine, EngineRequestError
 from rollout.trajectory import Trajectory, TurnRecord
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
@@ -49,7 +49,7 @@ class EpisodeFailed(Exception):
 
 async def run_episode(
     env: Any,
-    engine: Any,
+    engine: Engine,
     tokenizer: Any,
     *,
     seed: int | None = None,
@@ -168,7 +168,7 @@ def _env_reads_calls_as(env: Any, tool_call_format: str) -> None:
         setter(tool_call_format)
 
 
-def context_window(engine: Any) -> int | None:
+def context_window(engine: Engine) -> int | None:
     """The engine's context length in tokens (prompt + generated), when it says (HFEngine's `max_positions`)."""
     for name in ("max_positions", "context_length", "max_model_len"):
         value = getattr(engine, name, None)
@@ -177,7 +177,7 @@ def context_window(engine: Any) -> int | None:
     return None
 
 
-def _within_context(cfg: EpisodeConfig, engine: Any, prompt_tokens: int) -> EpisodeConfig:
+def _within_context(cfg: EpisodeConfig, engine: Engine, prompt_tokens: int) -> EpisodeConfig:
     """`cfg` with a response budget that fits the engine's context after the prompt.
 
     Otherwise a long episode outgrows the context and the engine rejects the request: the episode is

@@ -174,6 +174,17 @@ def test_from_rollout_import_collect_is_the_function_after_the_module_loaded():
     assert rollout.TrajectoryBatch is rollout.collection.TrajectoryBatch
 
 
+def test_engine_parameters_are_typed_with_the_engine_protocol(tokenizer):
+    import inspect
+
+    from rollout import collection, episode
+    from rollout.engine import Engine
+
+    for fn in (collection.collect, collection.acollect, episode.run_episode, episode.context_window):
+        assert inspect.signature(fn).parameters["engine"].annotation == "Engine", fn.__name__
+    assert isinstance(ScriptedEngine(tokenizer, lambda turn, rng: "5"), Engine)
+
+
 def test_collect_accepts_an_env_made_by_envs_make(tokenizer):
     import envs
 
