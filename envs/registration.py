@@ -105,8 +105,14 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     if kwargs.get("remote") is not None:
         from envs.remote import make_remote
 
+        try:
+            local_spec = spec(id)
+        except UnknownEnvError:
+            local_spec = None  # served by the remote registry only
         # The server builds the env (wrappers included) from these same arguments.
-        return make_remote(id, max_turns=max_turns, format_penalty=format_penalty, **kwargs)
+        return make_remote(
+            id, max_turns=max_turns, format_penalty=format_penalty, turngym_spec=local_spec, **kwargs
+        )
     kwargs.pop("remote", None)
     kwargs.pop("remote_token", None)
     from envs.wrappers import ActionFormat, MaxTurns

@@ -152,7 +152,7 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"trainer.device={cfg.trainer.device!r}; valid choices: auto, cpu, cuda, npu")
     if int(cfg.trainer.total_training_steps) < 1:
         raise ConfigError("trainer.total_training_steps must be >= 1")
-    from trainer.run_checks import check_registry_values
+    from trainer.registry_checks import check_registry_values
 
     check_registry_values(cfg)
     check_warm_start(cfg)

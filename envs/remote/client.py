@@ -51,6 +51,7 @@ class RemoteEnv(gym.Env):
         render_mode: str | None = None,
         max_turns: int | None = None,
         format_penalty: float | None = None,
+        turngym_spec: Any = None,
         **kwargs: Any,
     ):
         import httpx
@@ -81,13 +82,13 @@ class RemoteEnv(gym.Env):
         self._tool_schemas: list[dict] = opened["tool_schemas"]
         self.observation_space = ChatMessages()
         self.action_space = AssistantAction(opened.get("max_action_chars") or 32768)
-        try:
-            import envs
-
-            self.turngym_spec = envs.spec(env_id)
-            self.spec = gym.spec(self.turngym_spec.gym_id)
-        except (UnknownEnvError, gym.error.Error):
-            self.turngym_spec = None  # served by the remote registry only
+        # The local registry's spec of env_id, passed in by `envs.make` (this module does not import the
+        # registry, which imports it); None when the env is served by the remote registry only.
+        self.turngym_spec = None
+        if turngym_spec is not None:
+            with contextlib.suppress(gym.error.Error):
+                self.spec = gym.spec(turngym_spec.gym_id)
+                self.turngym_spec = turngym_spec
 
     # ----- the env API -----------------------------------------------------------------------------
     @property

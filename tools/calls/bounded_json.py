@@ -81,3 +81,13 @@ def depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
             return True
         stack.extend((c, depth + 1) for c in children)
     return False
+
+
+def dump(value: Any) -> str:
+    """Canonical JSON for rendering calls; a value that cannot be encoded becomes a note, never an error."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return f'"[value nested too deeply to show (over {MAX_JSON_DEPTH} levels)]"'
+    except (TypeError, ValueError) as exc:
+        return json.dumps(f"[value that is not JSON: {exc}]")

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.calls.bounded_json import loads
+from tools.calls.bounded_json import dump, loads
 
 
 @dataclass
@@ -21,8 +21,6 @@ class ToolCall:
         """Arguments as a JSON string (raw strings pass through unchanged)."""
         if isinstance(self.arguments, str):
             return self.arguments
-        from tools.calls.jsonscan import dump  # jsonscan imports this module
-
         return dump(self.arguments)
 
     def to_openai(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, loads
+from tools.calls.bounded_json import JSONTooDeep, check_depth, dump, loads
 from tools.calls.call import ToolCall
 
 _DECODER = json.JSONDecoder()
@@ -69,16 +69,6 @@ def call_from_object(
     return ToolCall(
         id=given_id if isinstance(given_id, str) and given_id else call_id, name=name, arguments=args
     )
-
-
-def dump(value: Any) -> str:
-    """Canonical JSON for rendering calls; a value that cannot be encoded becomes a note, never an error."""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except RecursionError:
-        return f'"[value nested too deeply to show (over {MAX_JSON_DEPTH} levels)]"'
-    except (TypeError, ValueError) as exc:
-        return json.dumps(f"[value that is not JSON: {exc}]")
 
 
 def args_value(call: ToolCall) -> Any:
