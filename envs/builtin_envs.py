@@ -99,3 +99,9 @@ register(
     description="Fix a failing test in a generated multi-file Python repository with shell/read/edit; hidden tests grade.",
     max_turns=20,
 )
+
+# TextArena's one- and two-player games (`textarena-<game>-v<N>`), from a static table: TextArena itself
+# is imported on the first make.
+from envs.textarena.register_games import register_textarena_games  # noqa: E402
+
+register_textarena_games()

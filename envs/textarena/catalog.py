@@ -1,0 +1,80 @@
+"""The TextArena games turngym adapts: read from `games.json`, a table generated from TextArena 0.7.4.
+
+Reading the table does not import TextArena (its import pulls openai and nltk and takes about a second), so
+`import envs` registers every adapted id without it. `python -m envs.textarena.generate_catalog` rewrites
+the table from an installed TextArena.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+TABLE = Path(__file__).with_name("games.json")
+TEXTARENA_VERSION = "0.7.4"
+ID_PREFIX = "textarena-"
+
+
+@dataclass(frozen=True)
+class Game:
+    """One TextArena id: its raw env class, constructor arguments, players, and why it is left out (if it is)."""
+
+    ta_id: str
+    entry_point: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    players: int | None = None
+    excluded: str | None = None
+
+    @property
+    def env_id(self) -> str:
+        """The turngym id of this game (see `turngym_id`)."""
+        return turngym_id(self.ta_id)
+
+    @property
+    def name(self) -> str:
+        """The game's module name in TextArena (`Sudoku`, `TicTacToe`)."""
+        return self.entry_point.split(":")[0].split(".")[2]
+
+    @property
+    def max_turns(self) -> int | None:
+        """TextArena's own turn limit for this id, when its constructor takes one."""
+        value = self.kwargs.get("max_turns")
+        return value if isinstance(value, int) else None
+
+
+def turngym_id(ta_id: str) -> str:
+    """`Sudoku-v0-hard` -> `textarena-sudoku-hard-v0`: lowercase words, the version last (turngym's id rule)."""
+    match = re.fullmatch(r"(?P<name>.+?)-v(?P<version>\d+)(?:-(?P<variant>.+))?", ta_id)
+    if match is None:
+        raise ValueError(f"TextArena id {ta_id!r} does not look like Name-vN[-variant]")
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", match["name"]).lower()
+    variant = re.sub(r"[^a-z0-9]+", "-", f"-{match['variant'].lower()}") if match["variant"] else ""
+    return f"{ID_PREFIX}{words}{variant}-v{match['version']}"
+
+
+@lru_cache(maxsize=1)
+def all_games() -> dict[str, Game]:
+    """Every TextArena id in the table (adapted or not), by TextArena id."""
+    rows = json.loads(TABLE.read_text())
+    return {row["ta_id"]: Game(**row) for row in rows}
+
+
+def adapted_games() -> list[Game]:
+    """The games registered in turngym: one or two players, nothing downloaded, every contract test passed."""
+    return [g for g in all_games().values() if g.excluded is None]
+
+
+def game(ta_id: str) -> Game:
+    """The adapted game `ta_id`; an id that is left out or unknown raises ValueError saying why."""
+    found = all_games().get(ta_id)
+    if found is None:
+        raise ValueError(
+            f"{ta_id!r} is not a TextArena {TEXTARENA_VERSION} id; `python -m envs list` shows the adapted ones"
+        )
+    if found.excluded is not None:
+        raise ValueError(f"TextArena {ta_id!r} is not adapted: {found.excluded}")
+    return found

@@ -1,0 +1,204 @@
+"""TextArenaEnv: one of TextArena's raw game envs as a turngym TextEnv (chat messages in, rewards out)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+from typing import Any
+
+from envs.assistant_turn import AssistantTurn
+from envs.messages import Message, system, user
+from envs.step_result import StepResult
+from envs.text_env import TextEnv
+from envs.textarena.action_formats import action_format
+from envs.textarena.catalog import Game, game
+from envs.textarena.episode_random import EpisodeRandom
+from envs.textarena.opponent import Opponent, resolve_opponent
+
+AGENT = 0  # the agent plays TextArena's player 0; the opponent, in two-player games, player 1
+# TextArena ends a game after `error_allowance` invalid moves in a row. Here an invalid move is a format
+# error (penalised by ActionFormat, the game's reason shown) and the turn limit bounds the episode.
+_NO_ALLOWANCE_LIMIT = 1 << 30
+# Moves a (random) opponent may try in one turn before the episode is cut as `opponent_stuck`.
+OPPONENT_ATTEMPTS = 40
+# TextArena message types (ObservationType names) the agent is not shown again: its own moves.
+_PLAYER_ACTION = "PLAYER_ACTION"
+
+
+class TextArenaEnv(TextEnv):
+    """A TextArena 0.7.4 game played through its raw env (no TextArena wrapper: they keep history).
+
+    `reset` returns a system message (the game and its action format) and the game's opening as a user
+    message; each `step` passes the reply to the game and returns what the game said since, as one user
+    message. In two-player games the agent is player 0 and `opponent` plays player 1: "random" (a seeded
+    random move among those the game shows) or a callable taking the opponent's chat messages and
+    returning its move (e.g. a model behind a rollout engine). The reward is TextArena's own, paid on
+    the step that ends the game. A move the game refuses is a format error; the episode goes on.
+    The seed fixes the episode: TextArena's global `random`/`numpy.random` draws run on episode-owned
+    states (`EpisodeRandom`), the opponent draws from the env's generator.
+    """
+
+    reset_options: dict[str, Any] = {}
+
+    def __init__(
+        self,
+        *,
+        game_id: str,
+        opponent: str | Opponent = "random",
+        tools=None,
+        render_mode: str | None = None,
+    ):
+        super().__init__(tools=tools, render_mode=render_mode)
+        self.game: Game = game(game_id)
+        if self.game.players not in (1, 2):
+            raise ValueError(
+                f"TextArena {game_id!r} needs {self.game.players} players; only 1 or 2 are adapted"
+            )
+        if not (callable(opponent) or opponent == "random"):
+            resolve_opponent(opponent, None)  # raises the error naming the valid choices
+        self.opponent = opponent
+        self.action_help = f"Reply with one move: {action_format(self.game.name)}"
+        self._ta: Any = None
+        self._random: EpisodeRandom | None = None
+        self._opponent: Opponent | None = None
+        self._opponent_messages: list[Message] = []
+
+    # ----- episode ---------------------------------------------------------------------------------
+    def _reset(self, options: dict[str, Any]):
+        ta_seed = int(self.np_random.integers(0, 2**31 - 1))
+        self._random = EpisodeRandom(ta_seed)
+        env_class = _load(self.game.entry_point)
+        with self._random, _quiet():
+            self._ta = env_class(**self.game.kwargs)
+            self._ta.reset(num_players=self.game.players, seed=ta_seed)
+            self._ta.state.error_allowance = _NO_ALLOWANCE_LIMIT
+            ended: StepResult | None = None
+            if self.game.players == 2:
+                self._opponent = resolve_opponent(self.opponent, self.np_random)
+                self._opponent_messages = [system(self._system_prompt())]
+                ended = self._opponent_turns()
+            opening = self._agent_view()
+        messages = [system(self._system_prompt()), user(opening or "(The game has started.)")]
+        info = {"textarena_id": self.game.ta_id, "players": self.game.players}
+        if ended is not None:  # the game ended before the agent's first move (rare; an opponent stuck)
+            messages.extend(ended.messages)
+        return messages, info
+
+    def _system_prompt(self) -> str:
+        return (
+            f"You are playing {self.game.name} (TextArena {self.game.ta_id}). "
+            f"Each reply is one move. Action format: {action_format(self.game.name)}"
+        )
+
+    def _respond(self, turn: AssistantTurn) -> StepResult:
+        text = turn.content
+        if not text.strip():
+            return self._format_error("the reply is empty")
+        with self._random, _quiet():
+            state = self._ta.state
+            try:
+                done, _ = self._ta.step(text)
+            except Exception as e:  # a game that cannot read a reply must not end the run
+                self._agent_view()  # drop what the game recorded of the unusable move
+                return self._format_error(
+                    f"the game could not process this reply ({type(e).__name__}: {str(e)[:200]})"
+                )
+            if not done and state.current_player_id == AGENT and getattr(state, "error_count", 0) > 0:
+                said = self._agent_view()
+                result = StepResult([user(said or "That move is not valid here.")])
+                result.info["format_error"] = f"invalid move: {_reason(said)}"
+                return result
+            if not done and self.game.players == 2:
+                stuck = self._opponent_turns()
+                if stuck is not None:
+                    return stuck
+                done = state.done
+            said = self._agent_view()
+            if not done:
+                return StepResult([user(said or "(Your move.)")])
+            return self._game_over(said)
+
+    def _game_over(self, said: str) -> StepResult:
+        rewards, game_info = self._ta.close()
+        reward = float((rewards or {}).get(AGENT, 0.0))
+        reason = str((game_info or {}).get(AGENT, {}).get("reason", "") or "")
+        text = "\n\n".join(
+            p for p in (said, f"Game over. {reason}".strip(), f"Your reward: {reward:g}.") if p
+        )
+        return StepResult(
+            [user(text)],
+            reward,
+            terminated=True,
+            info={"success": reward >= 1.0, "textarena_reason": reason},
+        )
+
+    # ----- the other player --------------------------------------------------------------------------
+    def _opponent_turns(self) -> StepResult | None:
+        """Let the opponent move until it is the agent's turn or the game is over; None unless it got stuck."""
+        state = self._ta.state
+        while not state.done and state.current_player_id != AGENT:
+            for _ in range(OPPONENT_ATTEMPTS):
+                self._opponent_messages.append(user(self._view(state.current_player_id) or "(Your move.)"))
+                move = self._opponent(list(self._opponent_messages))
+                self._opponent_messages.append({"role": "assistant", "content": str(move)})
+                mover = state.current_player_id
+                shown = len(state.observations[AGENT])
+                try:
+                    self._ta.step(str(move))
+                except Exception:
+                    del state.observations[AGENT][shown:]
+                    continue
+                if state.done or state.current_player_id != mover or getattr(state, "error_count", 0) == 0:
+                    break
+                del state.observations[AGENT][shown:]  # the agent does not see the opponent's refused tries
+            else:
+                said = self._agent_view()
+                note = f"The opponent found no valid move in {OPPONENT_ATTEMPTS} tries; the game stops here."
+                return StepResult(
+                    [user(f"{said}\n\n{note}".strip())], truncated=True, info={"opponent_stuck": True}
+                )
+        return None
+
+    # ----- observations ------------------------------------------------------------------------------
+    def _agent_view(self) -> str:
+        return self._view(AGENT)
+
+    def _view(self, player: int) -> str:
+        """What the game told `player` since it last looked, as text (its own moves left out)."""
+        state = self._ta.state
+        pending = state.observations.get(player, [])
+        state.observations[player] = []
+        parts = []
+        for sender, message, kind in pending:
+            if getattr(kind, "name", "") == _PLAYER_ACTION:
+                if sender == player:
+                    continue
+                label = "Opponent" if sender != -1 else "Game"
+                parts.append(f"[{label}] {message}")
+            else:
+                parts.append(str(message))
+        return "\n\n".join(p.strip() for p in parts if p.strip())
+
+
+def _reason(said: str) -> str:
+    marker = "Reason:"
+    if marker in said:
+        return said.split(marker, 1)[1].split("\n", 1)[0].strip()[:200]
+    return said.strip().split("\n", 1)[0][:200] or "the game refused it"
+
+
+def _quiet() -> contextlib.AbstractContextManager:
+    # Some games print their generator's progress ("Generated puzzle in 2 attempts") to stdout.
+    return contextlib.redirect_stdout(io.StringIO())
+
+
+_CLASSES: dict[str, Any] = {}
+
+
+def _load(entry_point: str) -> Any:
+    cls = _CLASSES.get(entry_point)
+    if cls is None:
+        module, _, attr = entry_point.partition(":")
+        cls = _CLASSES[entry_point] = getattr(importlib.import_module(module), attr)
+    return cls

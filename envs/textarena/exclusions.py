@@ -1,0 +1,35 @@
+"""TextArena ids that import and reset but fail turngym's contract tests, with why (kept out of the registry).
+
+`generate_catalog` marks these excluded; the reasons are shown by `envs.textarena.catalog.game(id)` and in
+docs/envs.md. Ids left out for reasons found automatically (downloads, LLM judges, player counts, syntax
+the running Python rejects) are not listed here: the generator finds those itself.
+"""
+
+from __future__ import annotations
+
+_SLOW = (
+    "puzzle generation by backtracking took over 30 s for one reset on some seeds (a fresh env per episode)"
+)
+_DIES = "a reply the game cannot read ends the game (the player dies): bad replies are not recoverable format errors"
+_FREE_TEXT = (
+    "any text is a legal move in its talk rounds and the game is a few turns long: garbage replies end it, "
+    "so the hostile-reply battery (bad replies never end the episode) cannot hold"
+)
+
+KNOWN_FAILURES: dict[str, str] = {
+    "Sudoku-v0-hard": _SLOW,
+    "Sokoban-v0-medium": _SLOW,
+    "Snake-v0": _DIES,
+    "Snake-v0-standard": _DIES,
+    "Snake-v0-large": _DIES,
+    "Surround-v0": _DIES,
+    "Surround-v0-standard": _DIES,
+    "Surround-v0-large": _DIES,
+    "SimpleBlindAuction-v0-quick": _FREE_TEXT,
+    "SimpleBlindAuction-v0": _FREE_TEXT,
+    "SimpleBlindAuction-v0-rich": _FREE_TEXT,
+    "SimpleNegotiation-v0-short": _FREE_TEXT,
+    "SimpleNegotiation-v0": _FREE_TEXT,
+    "TruthAndDeception-v0": _FREE_TEXT,
+    "TruthAndDeception-v0-long": _FREE_TEXT,
+}

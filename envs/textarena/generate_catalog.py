@@ -1,0 +1,147 @@
+"""Regenerate `games.json` from the installed TextArena: `python -m envs.textarena.generate_catalog`.
+
+For every TextArena id (its `-train`/`-raw` aliases are the same game under other wrappers and are
+skipped) the table records the raw env class, its constructor arguments and the number of players (from
+the `# Game [N Player]` headers of TextArena's registration file), and why the id is left out, if it is:
+- its module downloads data or calls a hosted model (nltk.download, OpenRouter): nothing may download at
+  run time;
+- it needs packages turngym does not install, or its source does not compile on this Python;
+- it is not a one- or two-player game, or its reset fails;
+- it fails a contract test (`exclusions.KNOWN_FAILURES`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import io
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from envs.textarena.catalog import TABLE, TEXTARENA_VERSION
+from envs.textarena.exclusions import KNOWN_FAILURES
+
+_PLAYERS_HEADER = re.compile(r"^#+\s*(?P<name>.*?)\s*[\[(](?P<n>\d+)\s*Player", re.IGNORECASE)
+_REGISTERED_ID = re.compile(r"register(?:_with_versions)?\(\s*id\s*=\s*\"(?P<id>[^\"]+)\"")
+_SOURCE_PROBLEMS = (
+    ("nltk.download", "downloads nltk data (nltk.download) when imported"),
+    ("word_lists", "needs nltk's word corpus (a run-time download)"),
+    ("OpenRouter", "calls a hosted LLM (OpenRouter) as judge or game master"),
+    ("openai", "calls a hosted LLM (openai)"),
+)
+
+
+def players_by_id(registration_source: str) -> dict[str, int]:
+    """Player counts from the `# Game [N Player]` comment above each group of registrations."""
+    players: dict[str, int] = {}
+    current: int | None = None
+    for line in registration_source.splitlines():
+        header = _PLAYERS_HEADER.match(line.strip())
+        if header:
+            current = int(header["n"])
+            continue
+        registered = _REGISTERED_ID.search(line)
+        if registered and current is not None and not line.lstrip().startswith("#"):
+            players[registered["id"]] = current
+    return players
+
+
+def source_problem(module: str) -> str | None:
+    """Why the module cannot be used here, found from its source without importing it."""
+    spec = importlib.util.find_spec(module.rsplit(".", 1)[0])
+    if spec is None or not spec.submodule_search_locations:
+        return f"module {module} is not in the TextArena wheel"
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    sources = sorted(folder.rglob("*.py"))
+    main = folder / (module.rsplit(".", 1)[1] + ".py")
+    if not main.exists():
+        return f"module {module} is not in the TextArena wheel"
+    for path in sources:
+        if path.name.startswith("test"):
+            continue
+        text = path.read_text(errors="replace")
+        try:
+            compile(text, str(path), "exec")
+        except SyntaxError as e:
+            return f"{path.name} does not compile on Python {sys.version_info.major}.{sys.version_info.minor}: {e.msg}"
+        for needle, why in _SOURCE_PROBLEMS:
+            if needle in text:
+                return why
+    return None
+
+
+def probe(entry_point: str, kwargs: dict[str, Any], players: int) -> str | None:
+    """Why building and resetting the raw env fails, or None."""
+    module, _, attr = entry_point.partition(":")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            env = getattr(importlib.import_module(module), attr)(**kwargs)
+            env.reset(num_players=players, seed=0)
+            env.get_observation()
+    except Exception as e:
+        # Paths inside the installed package, without this machine's site-packages prefix.
+        text = str(e).replace(str(Path(importlib.import_module("textarena").__file__).parent), "textarena")
+        return f"reset fails: {type(e).__name__}: {text[:120]}"
+    return None
+
+
+def build_rows() -> list[dict[str, Any]]:
+    """One row per TextArena id."""
+    import textarena
+    from textarena.envs.registration import ENV_REGISTRY
+
+    if textarena.__version__ != TEXTARENA_VERSION:
+        raise SystemExit(
+            f"textarena {textarena.__version__} is installed; the table is for {TEXTARENA_VERSION}"
+        )
+    registration_file = Path(textarena.envs.__file__)
+    players = players_by_id(registration_file.read_text())
+    rows = []
+    for ta_id, spec in ENV_REGISTRY.items():
+        if ta_id.endswith(("-train", "-raw")):
+            continue
+        entry_point = spec.entry_point if isinstance(spec.entry_point, str) else ""
+        kwargs = {k: v for k, v in spec.kwargs.items() if not callable(v)}
+        row: dict[str, Any] = {
+            "ta_id": ta_id,
+            "entry_point": entry_point,
+            "kwargs": kwargs,
+            "players": players.get(ta_id),
+            "excluded": None,
+        }
+        module = entry_point.partition(":")[0]
+        if len(kwargs) != len(spec.kwargs):
+            row["excluded"] = "takes a Python object (an LLM jury) as a constructor argument"
+        elif not module:
+            row["excluded"] = "its entry point is not a module path"
+        elif row["players"] not in (1, 2):
+            row["excluded"] = (
+                f"a {row['players']}-player game (only one- and two-player games are adapted)"
+                if row["players"]
+                else "TextArena gives no player count for it"
+            )
+        else:
+            row["excluded"] = (
+                source_problem(module)
+                or probe(entry_point, kwargs, row["players"])
+                or KNOWN_FAILURES.get(ta_id)
+            )
+        rows.append(row)
+    return rows
+
+
+def main() -> int:
+    """Write games.json and print how many ids are adapted."""
+    rows = build_rows()
+    TABLE.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    adapted = sum(r["excluded"] is None for r in rows)
+    print(f"{TABLE}: {len(rows)} TextArena ids, {adapted} adapted")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

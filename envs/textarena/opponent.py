@@ -1,0 +1,80 @@
+"""Opponents for two-player TextArena games: a seeded random mover by default, or any callable (e.g. an LLM)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+# A bracketed move as TextArena games write them in prompts and move lists: `[4]`, `[e2e4]`, `[Bid 10]`.
+_BRACKETED = re.compile(r"\[([^\[\]\n]{1,40})\]")
+# Tags TextArena puts in brackets that are never moves.
+_NOT_MOVES = re.compile(r"^(GAME|Player \d+|Opponent|You|Moderator)$", re.IGNORECASE)
+
+#: An opponent sees the chat messages of its side of the game (system prompt, then what the game told it)
+#: and returns its move as text. Invalid moves are answered by the game and the opponent is asked again.
+Opponent = Callable[[Sequence[dict[str, Any]]], str]
+
+
+class RandomOpponent:
+    """Plays a random bracketed move seen in its observations, from the env's seeded generator.
+
+    TextArena games list moves in brackets (`Available Moves: '[0]', '[4]'`) or show the format by example
+    (`[col 4]`, `[attack 0 1]`). Candidates come from the latest message first, then from everything seen,
+    with the numbers of an example varied (`[col 4]` -> `[col 2]`); moves the game just refused are not
+    tried again.
+    """
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
+        """A move for the opponent's current turn."""
+        refused = _just_refused(messages)
+        latest = [c for c in _candidates(messages[-1]["content"]) if c not in refused] if messages else []
+        if latest and self.rng.random() < 0.8:
+            return latest[int(self.rng.integers(len(latest)))]
+        seen = {c: None for m in messages if m["role"] != "assistant" for c in _candidates(m["content"])}
+        pool = [c for c in seen if c not in refused]
+        if pool and self.rng.random() < 0.5:
+            return pool[int(self.rng.integers(len(pool)))]
+        templates = [c for c in seen if _NUMBER.search(c)] or ["[0]"]
+        template = templates[int(self.rng.integers(len(templates)))]
+        return _NUMBER.sub(lambda _: str(int(self.rng.integers(0, 10))), template)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _just_refused(messages: Sequence[dict[str, Any]]) -> set[str]:
+    """Moves of the current turn the game refused: assistant moves each answered by an 'invalid' message."""
+    refused: set[str] = set()
+    i = len(messages) - 1
+    while i >= 1 and messages[i]["role"] == "user" and messages[i - 1]["role"] == "assistant":
+        if "invalid" not in messages[i]["content"].lower():
+            break
+        refused.add(messages[i - 1]["content"])
+        i -= 2
+    return refused
+
+
+def _candidates(text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for inner in _BRACKETED.findall(text):
+        if inner.strip() and not _NOT_MOVES.match(inner.strip()):
+            seen.setdefault(f"[{inner}]", None)
+    return list(seen)
+
+
+def resolve_opponent(opponent: str | Opponent, rng: np.random.Generator) -> Opponent:
+    """The opponent named by `opponent` ("random") or the callable itself."""
+    if callable(opponent):
+        return opponent
+    if opponent == "random":
+        return RandomOpponent(rng)
+    raise ValueError(
+        f"opponent must be 'random' or a callable taking the opponent's messages and returning its move, "
+        f"got {opponent!r}"
+    )

@@ -1,0 +1,164 @@
+"""TextArena adapter: every adapted id passes check_env, plays the same episode for the same seed, and
+survives the hostile-action battery; registration never imports TextArena; left-out ids say why."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envs
+from envs.textarena import adapted_games, all_games, game, turngym_id
+from envs.textarena.opponent import RandomOpponent
+
+ADAPTED = [g.env_id for g in adapted_games()]
+# The hostile battery of tests/envs/test_every_env.py and test_hostile_text.py, in short.
+BAD_ACTIONS = [
+    "",
+    "   ",
+    "x" * (1 << 20),
+    "\x00\x01\x02\x1b[31m\x7f",
+    None,
+    42,
+    3.5,
+    b"bytes",
+    ["list"],
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": 5},
+    {"role": "assistant", "content": "", "tool_calls": "nope"},
+    {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "nope", "arguments": "{}"}}]},
+    {"role": "assistant", "content": "", "tool_calls": [5]},
+    "<tool_call>\n{not json}\n</tool_call>",
+    '<tool_call>\n{"name": "no_such_tool", "arguments": {}}\n</tool_call>',
+    "<tool_call>\n" + '{"name": "x", "arguments": ' + "[" * 1000 + "\n</tool_call>",
+    "[" * 5000,
+    "]" * 5000 + "[",
+    "[[[[]]]] [-1] [99999999999999999999] [nan] [ ] [\u202e] [٣]",
+    "I resign. [resign] [quit] [exit]",
+]
+STEPS = 6  # agent moves per determinism episode: enough to reach opponents' turns and refusals
+
+
+def _policy_moves(env, seed: int, steps: int):
+    """A seeded episode: the agent plays random bracketed moves it was shown (the random opponent's rule)."""
+    agent = RandomOpponent(np.random.default_rng(seed))
+    messages, info = env.reset(seed=seed)
+    transcript, total = [messages], 0.0
+    seen = list(messages)
+    for _ in range(steps):
+        move = agent(seen)
+        messages, reward, terminated, truncated, info = env.step(move)
+        seen += [{"role": "assistant", "content": move}, *messages]
+        transcript.append(messages)
+        total += reward
+        if terminated or truncated:
+            break
+    return transcript, total
+
+
+def test_enough_ids_are_adapted_and_registered():
+    assert len(ADAPTED) >= 50
+    registered = {s.id for s in envs.list_envs() if s.category.startswith("textarena")}
+    assert registered == set(ADAPTED)
+    assert envs.spec("textarena-sudoku-v0").kwargs == {"game_id": "Sudoku-v0"}
+
+
+@pytest.mark.parametrize("env_id", ADAPTED)
+def test_contracts(env_id):
+    """check_env on the raw and wrapped env, same seed same episode, hostile replies never end or crash it."""
+    env = envs.make(env_id, max_turns=10_000)
+    check_env(env.unwrapped, skip_render_check=False)
+    check_env(env)
+
+    outer = random.getstate(), np.random.get_state()[1].tolist()
+    a = _policy_moves(env, seed=7, steps=STEPS)
+    b = _policy_moves(envs.make(env_id, max_turns=10_000), seed=7, steps=STEPS)
+    assert a == b
+    # The episode ran on its own random state: the caller's global state is untouched.
+    assert (random.getstate(), np.random.get_state()[1].tolist()) == outer
+
+    opening, _ = env.reset(seed=0)
+    assert [m["role"] for m in opening] == ["system", "user"] and "Action format" in opening[0]["content"]
+    for action in BAD_ACTIONS:
+        messages, reward, terminated, truncated, info = env.step(action)
+        assert env.observation_space.contains(messages) and messages, (action, messages)
+        assert not terminated and not truncated, (str(action)[:80], messages)
+        assert isinstance(reward, float) and reward <= 0.0
+    deep = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "x", "arguments": {}}}]}
+    for _ in range(2000):
+        deep = {"a": deep}
+    messages, *_ = asyncio.run(env.unwrapped.astep({"role": "assistant", "content": "", "tool_calls": deep}))
+    assert messages
+    env.close()
+
+
+def test_registration_does_not_import_textarena():
+    code = "import sys, envs; envs.spec('textarena-sudoku-v0'); print('textarena' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_an_episode_plays_to_the_end_with_textarena_rewards():
+    env = envs.make("textarena-guess-the-number-v0")
+    messages, info = env.reset(seed=3)
+    assert info["textarena_id"] == "GuessTheNumber-v0" and "[5]" in messages[0]["content"]
+    low, high = 1, 20
+    for _ in range(10):
+        guess = (low + high) // 2
+        messages, reward, terminated, truncated, info = env.step(f"My guess: [{guess}]")
+        if terminated:
+            break
+        if "higher" in messages[-1]["content"]:
+            low = guess + 1
+        else:
+            high = guess - 1
+    assert terminated and reward == 1.0 and info["success"] is True
+
+
+def test_refused_move_is_a_format_error_with_the_games_reason():
+    env = envs.make("textarena-tic-tac-toe-v0")
+    env.reset(seed=0)
+    messages, reward, terminated, truncated, info = env.step("[42]")
+    assert info["format_error"].startswith("invalid move") and "between 0 and 8" in messages[-1]["content"]
+    assert reward == -0.1 and not terminated
+
+
+def test_two_player_opponent_is_a_callable():
+    seen = []
+
+    def first_free_cell(messages):
+        seen.append(messages)
+        text = messages[-1]["content"]
+        return next(f"[{i}]" for i in range(9) if f"'[{i}]'" in text)
+
+    env = envs.make("textarena-tic-tac-toe-v0", opponent=first_free_cell)
+    env.reset(seed=0)
+    messages, *_ = env.step("[4]")
+    assert seen and seen[0][0]["role"] == "system"
+    assert "[Opponent] [0]" in messages[-1]["content"]
+    with pytest.raises(ValueError, match="opponent must be"):
+        envs.make("textarena-tic-tac-toe-v0", opponent="grandmaster")
+
+
+def test_left_out_ids_say_why_and_are_not_registered():
+    left_out = [g for g in all_games().values() if g.excluded]
+    assert left_out and all(g.excluded for g in left_out)
+    for g in left_out:
+        assert g.ta_id not in {a.ta_id for a in adapted_games()}
+    with pytest.raises(ValueError, match="nltk"):
+        game("Wordle-v0")
+    with pytest.raises(ValueError, match="not a TextArena"):
+        game("NoSuchGame-v0")
+
+
+def test_ids_follow_turngym_rules():
+    assert turngym_id("Sudoku-v0") == "textarena-sudoku-v0"
+    assert turngym_id("Sudoku-v0-very-easy") == "textarena-sudoku-very-easy-v0"
+    assert turngym_id("GuessTheNumber-v0-hardcore") == "textarena-guess-the-number-hardcore-v0"
+    assert turngym_id("2048-v0-3x3") == "textarena-2048-3x3-v0"
+    assert len({g.env_id for g in all_games().values()}) == len(all_games())
