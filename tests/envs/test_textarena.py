@@ -162,3 +162,19 @@ def test_ids_follow_turngym_rules():
     assert turngym_id("GuessTheNumber-v0-hardcore") == "textarena-guess-the-number-hardcore-v0"
     assert turngym_id("2048-v0-3x3") == "textarena-2048-3x3-v0"
     assert len({g.env_id for g in all_games().values()}) == len(all_games())
+
+
+def test_textarena_env_group_composes_without_starting_ray():
+    from trainer.compose import compose_config, env_entries
+
+    cfg = compose_config(["env=textarena", "trainer.device=cpu"])
+    entries = env_entries(cfg)
+    assert cfg.env.name == "textarena" and len(entries) >= 5
+    assert {e["id"] for e in entries} <= set(ADAPTED)
+    assert abs(sum(e["weight"] for e in entries) - 1.0) < 1e-9
+    ray = sys.modules.get("ray")
+    assert ray is None or not ray.is_initialized()
+    for entry in entries:
+        env = envs.make(entry["id"], **entry["kwargs"])
+        messages, info = env.reset(seed=0)
+        assert messages[-1]["role"] == "user" and info["textarena_id"]
