@@ -54,20 +54,27 @@ def opening_messages(env_id: str, env_kwargs: dict, seed: int) -> list[dict[str,
 
 def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> list[dict[str, Any]]:
     """n dataset rows with seeds seed_base, seed_base+1, ...; envs drawn from the weighted mixture."""
+    episodes = [
+        (entry["id"], seed_base + index, dict(entry.get("kwargs") or {}))
+        for index, entry in enumerate(assign_envs(entries, n, seed=seed_base))
+    ]
+    return rows_for_episodes(episodes, split)
+
+
+def rows_for_episodes(episodes: list[tuple[str, int, dict]], split: str) -> list[dict[str, Any]]:
+    """One row per ``(env_id, seed, env_kwargs)``, in this order (a user's own rows, or a mixture's)."""
     import envs
 
     rows = []
-    for index, entry in enumerate(assign_envs(entries, n, seed=seed_base)):
-        seed = seed_base + index
-        kwargs = dict(entry.get("kwargs") or {})
+    for index, (env_id, seed, kwargs) in enumerate(episodes):
         rows.append(
             {
-                "data_source": entry["id"],
-                "prompt": opening_messages(entry["id"], kwargs, seed),
-                "ability": envs.spec(entry["id"]).category,
+                "data_source": env_id,
+                "prompt": opening_messages(env_id, kwargs, seed),
+                "ability": envs.spec(env_id).category,
                 "reward_model": {"style": "env", "ground_truth": ""},
                 "extra_info": {
-                    "env_id": entry["id"],
+                    "env_id": env_id,
                     "seed": seed,
                     "env_kwargs": json.dumps(kwargs, sort_keys=True),
                     "index": index,
@@ -77,6 +84,16 @@ def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> lis
             }
         )
     return rows
+
+
+def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write dataset rows to a parquet file (its folder made when missing)."""
+    import pandas as pd
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(path)
+    return path
 
 
 def with_greedy_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,8 +115,6 @@ def write_datasets(
     val_greedy: bool = False,
 ) -> tuple[Path, Path]:
     """Write train and validation parquet files; their seed ranges must not overlap."""
-    import pandas as pd
-
     if (
         seed_base < val_seed_base < seed_base + train_episodes
         or val_seed_base <= seed_base < val_seed_base + val_episodes
@@ -113,11 +128,8 @@ def write_datasets(
         (train_path, train_episodes, seed_base, "train"),
         (val_path, val_episodes, val_seed_base, "val"),
     ):
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         rows = episode_rows(entries, n, base, split)
         if split == "val" and val_greedy:
             rows = with_greedy_copies(rows)
-        pd.DataFrame(rows).to_parquet(path)
-        out.append(path)
+        out.append(write_rows(rows, path))
     return out[0], out[1]

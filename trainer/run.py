@@ -25,7 +25,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from trainer.compose import ConfigError, compose_config, env_entries
 from trainer.progress import ConsoleFilter
-from trainer.run_checks import check_run
+from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
+from trainer.run_data import StagedData
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_PLUGIN_MODULE = "trainer.cpu"
@@ -79,15 +80,66 @@ def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
     return values
 
 
-def prepare(cfg: DictConfig) -> DictConfig:
-    """Side effects before Ray: absolute paths, model, datasets, warm start, env vars. Returns cfg."""
-    from trainer.datasets import write_datasets
+def stage_run(cfg: DictConfig) -> StagedData:
+    """Every check that needs the model or the rows, with nothing written under the run folder.
+
+    Builds the embedded model when no model is given, writes the datasets (env.* rows or the user's own,
+    trainer.user_rows) into a scratch folder and checks the prompt budget on them; ConfigError on any
+    problem. ``prepare`` moves the files into the run folder.
+    """
+    import tempfile
+
     from trainer.prompt_budget import AUTO, check_prompt_budget, fitted_prompt_length
-    from trainer.warm_start import finished_warm_start, warm_start
+    from trainer.run_checks import run_identity
+    from trainer.run_data import discard, stage_datasets
 
     out = Path(cfg.turngym.output_dir).expanduser().resolve()
     cfg.turngym.output_dir = str(out)
+    identity = run_identity(cfg)  # as the command gave it: the embedded model is "embedded"
+    if not cfg.turngym.model:
+        from rollout.embedded_model import build_embedded_model
+
+        cfg.turngym.model = str(build_embedded_model())
+    staged = stage_datasets(cfg, env_entries(cfg), Path(tempfile.mkdtemp(prefix="turngym-data-")))
+    staged.identity = identity
+    try:
+        budget = cfg.data.max_prompt_length
+        longest = check_prompt_budget(
+            staged.files(),
+            cfg.turngym.model,
+            None if budget == AUTO else int(budget),
+            dict(cfg.data.get("apply_chat_template_kwargs") or {}),
+        )
+    except ConfigError:
+        discard(staged)
+        raise
+    if budget == AUTO:
+        cfg.data.max_prompt_length = fitted_prompt_length(longest)
+    for key, source in staged.sources.items():
+        print(f"[turngym] data.{key}: your rows from {source}", flush=True)
+    print(
+        "[turngym] longest opening prompts (tokens): "
+        + ", ".join(f"{env_id} {n}" for env_id, (n, _) in sorted(longest.items()))
+        + f"; data.max_prompt_length={cfg.data.max_prompt_length}"
+        + (" (auto)" if budget == AUTO else ""),
+        flush=True,
+    )
+    return staged
+
+
+def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
+    """Side effects before Ray, once ``stage_run`` passed: datasets and run record into the run folder,
+    env vars, warm start. Returns cfg."""
+    from trainer.run_checks import write_run_record
+    from trainer.run_data import install, run_data_path
+    from trainer.warm_start import finished_warm_start, warm_start
+
+    out = Path(cfg.turngym.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    install(staged)
+    for key in staged.sources:  # verl reads the expanded rows in the run folder, not the user's file
+        cfg.data[key] = str(run_data_path(cfg, key))
+    write_run_record(cfg, staged.identity)
 
     worker_env = export_worker_env(cfg.trainer.device == "cpu", list(cfg.turngym.import_modules))
     os.environ.setdefault("TENSORBOARD_DIR", str(out / "tensorboard"))
@@ -97,37 +149,7 @@ def prepare(cfg: DictConfig) -> DictConfig:
         for key, value in worker_env.items():
             env_vars[key] = value
 
-    if not cfg.turngym.model:
-        from rollout.embedded_model import build_embedded_model
-
-        cfg.turngym.model = str(build_embedded_model())
     entries = env_entries(cfg)
-    write_datasets(
-        entries,
-        cfg.data.train_files,
-        cfg.data.val_files,
-        int(cfg.env.train_episodes),
-        int(cfg.env.val_episodes),
-        seed_base=int(cfg.env.seed_base),
-        val_seed_base=int(cfg.env.val_seed_base),
-        val_greedy=bool(cfg.turngym.get("val_greedy", False)),
-    )
-    budget = cfg.data.max_prompt_length
-    longest = check_prompt_budget(
-        [cfg.data.train_files, cfg.data.val_files, *curriculum_budget_files(cfg, entries)],
-        cfg.turngym.model,
-        None if budget == AUTO else int(budget),
-        dict(cfg.data.get("apply_chat_template_kwargs") or {}),
-    )
-    if budget == AUTO:
-        cfg.data.max_prompt_length = fitted_prompt_length(longest)
-    print(
-        "[turngym] longest opening prompts (tokens): "
-        + ", ".join(f"{env_id} {n}" for env_id, (n, _) in sorted(longest.items()))
-        + f"; data.max_prompt_length={cfg.data.max_prompt_length}"
-        + (" (auto)" if budget == AUTO else ""),
-        flush=True,
-    )
     if not cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path:
         cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path = str(agent_loop_config_path())
 
@@ -160,22 +182,6 @@ def prepare(cfg: DictConfig) -> DictConfig:
         )
         cfg.turngym.model = report["model"]
     return cfg
-
-
-def curriculum_budget_files(cfg: DictConfig, entries: list[dict]) -> list[Path]:
-    """Check ``turngym.curriculum``; when on, write the training rows' openings at every level for the budget."""
-    # A harder level can open with a longer prompt (a bigger maze) than the dataset's difficulty.
-    from trainer.curriculum import CurriculumConfig, curriculum_env_ids, write_level_openings
-
-    try:
-        settings = CurriculumConfig.from_mapping(cfg.turngym.get("curriculum"))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(str(exc)) from exc
-    if not settings.enable:
-        return []
-    env_ids = curriculum_env_ids(e["id"] for e in entries)
-    path = Path(cfg.data.train_files).parent / "curriculum_levels.parquet"
-    return [write_level_openings(cfg.data.train_files, path, env_ids)]
 
 
 class open_struct:  # noqa: N801 - used as a context manager like omegaconf.open_dict
@@ -290,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         warnings.filterwarnings("ignore", message=f"{name} engine is not available", category=UserWarning)
     try:
         cfg = compose_config(argv)
+        apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
         check_run(cfg)  # before anything is written: model path, the run folder's settings
+        staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
     except ConfigError as exc:
         print(f"trainer.run: {exc}", file=sys.stderr)
         return 2
@@ -300,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         with ConsoleFilter(log_file, verbose=bool(cfg.turngym.get("verbose", False))):
             print(f"[turngym] verl's and Ray's output: {log_file} (turngym.verbose=true shows it here)")
             try:
-                cfg = prepare(cfg)
+                cfg = prepare(cfg, staged)
             except ConfigError as exc:
                 error = exc
             else:
@@ -326,7 +334,7 @@ def train(cfg: DictConfig) -> None:
         print(
             f"[turngym] {cfg.turngym.output_dir} already holds a finished run "
             f"({_checkpoint_step(cfg)} steps). Raise trainer.total_training_steps to train on, "
-            "or set turngym.output_dir (or delete that directory) to start over."
+            f"or start afresh with {fresh_run_hint(cfg)}, a new turngym.output_dir, or after deleting that directory."
         )
     else:
         launch(cfg)

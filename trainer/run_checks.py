@@ -5,6 +5,10 @@ env mixture, episodes, algorithm, critic, policy loss or model differ from what 
 refused (resuming it would load checkpoints of another run, or train on other rows), naming the keys
 that differ and the ways to start afresh. Folders from before the record are read from what they hold
 (the dataset's env ids and kwargs, whether the checkpoint has a critic).
+
+``turngym.run_name=NAME`` starts a fresh run beside the default one: its folder is
+``<turngym.output_dir>/runs/NAME`` (``outputs/<env name>/runs/NAME`` by default); without it the run's
+folder is ``turngym.output_dir`` itself, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +28,36 @@ MODEL_CONFIG = "config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 # `org/name`: a Hugging Face Hub repo id, which verl downloads (only when it is not a local path).
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# Named runs live in <turngym.output_dir>/runs/<run_name>, apart from the default run's own folders.
+RUNS_FOLDER = "runs"
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_DEFAULT_EXPERIMENT_NAME = "${env.name}"
+
+
+def apply_run_name(cfg: DictConfig) -> None:
+    """``turngym.run_name=NAME``: the run's folder becomes ``<turngym.output_dir>/runs/NAME``; ConfigError if
+    the name is not a plain folder name. Without a name nothing changes."""
+    name = cfg.turngym.get("run_name")
+    if name is None or str(name) == "":
+        return
+    name = str(name)
+    if not _RUN_NAME.match(name):
+        raise ConfigError(
+            f"turngym.run_name={name!r}: use a folder name of letters, digits, '.', '_' and '-' "
+            "(the run goes to <turngym.output_dir>/runs/<run_name>)"
+        )
+    cfg.turngym.output_dir = str(Path(str(cfg.turngym.output_dir)) / RUNS_FOLDER / name)
+    raw = OmegaConf.to_container(cfg.trainer, resolve=False).get("experiment_name")
+    if raw == _DEFAULT_EXPERIMENT_NAME:  # trackers (wandb, ...) tell the named run from the default one
+        cfg.trainer.experiment_name = f"{cfg.env.name}-{name}"
+
+
+def fresh_run_hint(cfg: DictConfig) -> str:
+    """How to start afresh beside the run in ``turngym.output_dir``: a run name (with its folder)."""
+    out = Path(str(cfg.turngym.output_dir))
+    name = cfg.turngym.get("run_name")
+    base = out.parent.parent if name else out
+    return f"turngym.run_name=NAME (a fresh run in {base / RUNS_FOLDER}/NAME)"
 
 
 def check_model_dir(model: str, key: str = "model") -> None:
@@ -55,14 +89,7 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     """What makes two commands the same run: what its rows, checkpoints and model depend on."""
     model = cfg.turngym.model
     return {
-        "env": [
-            {
-                "id": e["id"],
-                "weight": e["weight"],
-                "kwargs": json.loads(json.dumps(e["kwargs"], sort_keys=True)),
-            }
-            for e in env_entries(cfg)
-        ],
+        "env": _env_identity(cfg),
         "env.train_episodes": int(cfg.env.train_episodes),
         "env.val_episodes": int(cfg.env.val_episodes),
         "env.seed_base": int(cfg.env.seed_base),
@@ -73,6 +100,41 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
             cfg.actor_rollout_ref.actor.policy_loss.loss_mode
         ),
         "model": str(Path(model).expanduser().resolve()) if model else "embedded",
+        "data": _data_identity(cfg),
+    }
+
+
+def _env_identity(cfg: DictConfig) -> list[dict[str, Any]]:
+    """The env mixture: env.* entries, or the kinds in the user's own training rows (weight: row count)."""
+    from trainer.user_rows import read_episodes, user_files
+
+    source = user_files(cfg).get("train_files")
+    if source is None:
+        entries = env_entries(cfg)
+    else:
+        counts: dict[tuple[str, str], int] = {}
+        for env_id, _, kwargs in read_episodes(source, "train_files"):
+            kind = (env_id, json.dumps(kwargs, sort_keys=True))
+            counts[kind] = counts.get(kind, 0) + 1
+        entries = [
+            {"id": i, "weight": float(n), "kwargs": json.loads(k)} for (i, k), n in sorted(counts.items())
+        ]
+    return [
+        {"id": e["id"], "weight": e["weight"], "kwargs": json.loads(json.dumps(e["kwargs"], sort_keys=True))}
+        for e in entries
+    ]
+
+
+def _data_identity(cfg: DictConfig) -> dict[str, Any] | str:
+    """``generated`` (rows from env.*), or the user's own files with their sha256 (trainer.user_rows)."""
+    from trainer.user_rows import file_digest, user_files
+
+    files = user_files(cfg)
+    if not files:
+        return "generated"
+    return {
+        key: {"file": str(path), "sha256": file_digest(path) if path.is_file() else None}
+        for key, path in sorted(files.items())
     }
 
 
@@ -88,6 +150,12 @@ def _checkpoint_dir(cfg: DictConfig) -> Path | None:
 def _shown(value: Any) -> str:
     if isinstance(value, list):  # env mixtures: ids with kwargs, weights left out unless they differ
         return "[" + ", ".join(f"{e['id']}{e['kwargs'] or ''}" for e in value) + "]"
+    if isinstance(value, dict):  # own dataset files: which file, and a short digest of its content
+        return (
+            "{"
+            + ", ".join(f"{k}: {v['file']} sha256 {str(v['sha256'])[:12]}" for k, v in value.items())
+            + "}"
+        )
     return str(value)
 
 
@@ -104,7 +172,9 @@ def _recorded_from_folder(cfg: DictConfig, checkpoint: Path, new: dict[str, Any]
     seen: dict[str, Any] = {}
     if checkpoint.is_dir():
         seen["critic"] = (checkpoint / "critic").is_dir()
-    train_file = Path(str(cfg.data.train_files)).expanduser()
+    from trainer.run_data import run_data_path
+
+    train_file = run_data_path(cfg, "train_files")
     if train_file.exists():
         import pandas as pd
 
@@ -136,17 +206,20 @@ def check_run_folder(cfg: DictConfig) -> None:
     if differences:
         raise ConfigError(
             f"{cfg.turngym.output_dir} holds a run with other settings ({'; '.join(differences)}); "
-            "resuming it would mix two runs: give a new turngym.output_dir=DIR, or "
-            "trainer.resume_mode=disable to train from scratch there"
+            f"resuming it would mix two runs: start one with {fresh_run_hint(cfg)}, or give a new "
+            "turngym.output_dir=DIR, or trainer.resume_mode=disable to train from scratch there"
         )
 
 
-def write_run_record(cfg: DictConfig) -> Path:
-    """Record the run's identity in ``<output_dir>/run.json`` (the resolved config beside it)."""
+def write_run_record(cfg: DictConfig, identity: dict[str, Any] | None = None) -> Path:
+    """Record the run's identity in ``<output_dir>/run.json`` (the resolved config beside it).
+
+    ``identity``: ``run_identity`` as the command gave it (before trainer.run filled in the model).
+    """
     out = Path(str(cfg.turngym.output_dir)).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     record = out / RUN_RECORD
-    record.write_text(json.dumps(run_identity(cfg), indent=1, sort_keys=True) + "\n")
+    record.write_text(json.dumps(identity or run_identity(cfg), indent=1, sort_keys=True) + "\n")
     try:
         resolved = OmegaConf.to_yaml(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - a key only the workers can resolve; keep the interpolations
@@ -156,8 +229,10 @@ def write_run_record(cfg: DictConfig) -> Path:
 
 
 def check_run(cfg: DictConfig) -> None:
-    """All checks before trainer.run writes anything; then the run record. Raises ConfigError."""
+    """Checks of the model path and the run folder, before trainer.run writes anything. Raises ConfigError.
+
+    The run record is written by trainer.run once the datasets have passed their checks too.
+    """
     if cfg.turngym.model:
         check_model_dir(str(cfg.turngym.model))
     check_run_folder(cfg)
-    write_run_record(cfg)

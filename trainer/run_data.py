@@ -1,0 +1,149 @@
+"""A run's dataset files: built and checked in a scratch folder, moved into the run folder only once all is well.
+
+``stage_datasets`` writes the training and validation rows (from ``env.*``, or from the user's own
+files, see ``trainer.user_rows``) and, with a curriculum, the openings at every level, all into a
+scratch folder; trainer.run then checks the prompt budget on them. ``install`` copies them to their
+places under the run folder. A bad argument therefore leaves an existing run's files as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from trainer.compose import ConfigError
+from trainer.user_rows import check_buildable, check_disjoint, read_episodes, user_files
+
+CURRICULUM_FILE = "curriculum_levels.parquet"
+
+
+@dataclass
+class StagedData:
+    """Files written to a scratch folder, each with the place it goes under the run folder."""
+
+    moves: dict[Path, Path] = field(default_factory=dict)
+    # The user's own files the rows were read from, by data key.
+    sources: dict[str, Path] = field(default_factory=dict)
+    # The scratch folder (removed by ``install`` or ``discard``).
+    staging: Path | None = None
+    # ``run_identity`` as the command gave it, for the run record.
+    identity: dict = field(default_factory=dict)
+
+    def files(self) -> list[Path]:
+        """The staged files, for checks that read them (the prompt budget)."""
+        return list(self.moves)
+
+
+def run_data_path(cfg: DictConfig, key: str) -> Path:
+    """Where the run keeps a split's rows: ``data.<key>`` as configured, or ``<run>/data/`` for user rows."""
+    if key in user_files(cfg):
+        name = "train.parquet" if key == "train_files" else "val.parquet"
+        return Path(str(cfg.turngym.output_dir)).expanduser().resolve() / "data" / name
+    return Path(str(cfg.data[key])).expanduser().resolve()
+
+
+def stage_datasets(cfg: DictConfig, entries: list[dict], staging: Path) -> StagedData:
+    """Write every dataset file of the run into ``staging``; ConfigError on any bad row or setting."""
+    staged = StagedData(sources=user_files(cfg), staging=staging)
+    try:
+        return _stage(cfg, entries, staged)
+    except BaseException:
+        discard(staged)
+        raise
+
+
+def _stage(cfg: DictConfig, entries: list[dict], staged: StagedData) -> StagedData:
+    from trainer.datasets import episode_rows, rows_for_episodes, with_greedy_copies, write_rows
+
+    staging = staged.staging
+    episodes = {}
+    for key in ("train_files", "val_files"):
+        source = staged.sources.get(key)
+        if source is None:
+            continue
+        if source in {run_data_path(cfg, "train_files"), run_data_path(cfg, "val_files")}:
+            raise ConfigError(
+                f"data.{key}={source}: trainer.run writes the run's own rows there; keep your file elsewhere"
+            )
+        episodes[key] = read_episodes(source, key)
+        check_buildable(episodes[key], source, key)
+    if len(episodes) == 2:
+        check_disjoint(episodes["train_files"], episodes["val_files"])
+    elif not episodes:
+        _check_seed_ranges(cfg)
+
+    for key, split in (("train_files", "train"), ("val_files", "val")):
+        if key in episodes:
+            rows = rows_for_episodes(episodes[key], split)
+        elif split == "train":
+            rows = episode_rows(entries, int(cfg.env.train_episodes), int(cfg.env.seed_base), split)
+        else:
+            rows = episode_rows(entries, int(cfg.env.val_episodes), int(cfg.env.val_seed_base), split)
+        if split == "val" and bool(cfg.turngym.get("val_greedy", False)):
+            rows = with_greedy_copies(rows)
+        staged.moves[write_rows(rows, staging / f"{split}.parquet")] = run_data_path(cfg, key)
+    if len(episodes) == 1:
+        _check_mixed_disjoint(staging)
+
+    levels = _curriculum_openings(cfg, entries, staging / "train.parquet", staging / CURRICULUM_FILE)
+    if levels is not None:
+        staged.moves[levels] = run_data_path(cfg, "train_files").parent / CURRICULUM_FILE
+    return staged
+
+
+def _check_seed_ranges(cfg: DictConfig) -> None:
+    start, n = int(cfg.env.seed_base), int(cfg.env.train_episodes)
+    val_start, val_n = int(cfg.env.val_seed_base), int(cfg.env.val_episodes)
+    if start < val_start < start + n or val_start <= start < val_start + val_n:
+        raise ConfigError(
+            f"train seeds [{start}, {start + n}) overlap validation seeds [{val_start}, {val_start + val_n}); "
+            "move env.val_seed_base or env.seed_base"
+        )
+
+
+def _check_mixed_disjoint(staging: Path) -> None:
+    """One split from the user, one generated: they still must not share an episode."""
+    import json
+
+    import pandas as pd
+
+    def episodes(path: Path) -> list[tuple[str, int, dict]]:
+        infos = pd.read_parquet(path, columns=["extra_info"])["extra_info"]
+        return [(i["env_id"], int(i["seed"]), json.loads(i["env_kwargs"])) for i in infos]
+
+    check_disjoint(episodes(staging / "train.parquet"), episodes(staging / "val.parquet"))
+
+
+def _curriculum_openings(cfg: DictConfig, entries: list[dict], train: Path, out: Path) -> Path | None:
+    """With ``turngym.curriculum`` on, the training rows' openings at every level (for the prompt budget)."""
+    # A harder level can open with a longer prompt (a bigger maze) than the dataset's difficulty. The
+    # curriculum moves the envs of the env group (trainer/curriculum.py), so those are measured.
+    from trainer.curriculum import CurriculumConfig, curriculum_env_ids, write_level_openings
+
+    try:
+        settings = CurriculumConfig.from_mapping(cfg.turngym.get("curriculum"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
+    if not settings.enable:
+        return None
+    return write_level_openings(train, out, curriculum_env_ids(e["id"] for e in entries))
+
+
+def install(staged: StagedData) -> None:
+    """Copy the staged files to their places under the run folder (each replaced in one rename)."""
+    for source, target in staged.moves.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.partial")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+    discard(staged)
+
+
+def discard(staged: StagedData) -> None:
+    """Remove the scratch folder."""
+    if staged.staging is not None:
+        shutil.rmtree(staged.staging, ignore_errors=True)

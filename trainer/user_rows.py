@@ -1,0 +1,164 @@
+"""Training on your own episodes: ``data.train_files`` / ``data.val_files`` pointing at your parquet.
+
+By default trainer.run writes its rows to ``<run>/data/{train,val}.parquet`` from ``env.*``. A user who
+sets either key to a file of their own gets those rows instead: the file is read, checked and expanded
+into turngym's row layout (the env's opening prompt, ``extra_info``, ...) under the run folder; the
+user's file itself is never written. A file holds one row per episode, in either form:
+
+    env_id (str), seed (int), env_kwargs (optional: a dict, a JSON object string, or null)
+    extra_info {env_id, seed, env_kwargs}            (rows trainer.run wrote, e.g. copied from a run)
+
+Every problem (missing file or column, unregistered env id, bad seed or kwargs, an env that cannot be
+built with those kwargs) is one line naming the key, the file and the row, raised before anything is
+written or started.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from trainer.compose import ConfigError
+
+# The values trainer/config/turngym.yaml gives the keys: anything else names the user's own rows.
+DEFAULT_FILES = {
+    "train_files": "${turngym.output_dir}/data/train.parquet",
+    "val_files": "${turngym.output_dir}/data/val.parquet",
+}
+REQUIRED = ("env_id", "seed")
+LAYOUT_HINT = (
+    "each row needs env_id and seed, optionally env_kwargs (see docs/trainer.md, 'Your own dataset rows')"
+)
+
+Episode = tuple[str, int, dict]
+
+
+def user_files(cfg: DictConfig) -> dict[str, Path]:
+    """``{"train_files"|"val_files": path}`` for the data keys set to the user's own files."""
+    raw = OmegaConf.to_container(cfg.data, resolve=False)
+    out = {}
+    for key, default in DEFAULT_FILES.items():
+        value = raw.get(key)
+        if value is not None and str(value) != default:
+            out[key] = Path(str(cfg.data[key])).expanduser().resolve()
+    return out
+
+
+def _kwargs(value: Any, where: str) -> dict:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return {}
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{where}: env_kwargs is not JSON ({exc}); give a JSON object or a dict"
+            ) from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: env_kwargs must be a JSON object or a dict, got {type(value).__name__}")
+    # parquet turns dicts into structs with every row's keys; a key another row has reads as None here.
+    return {str(k): v for k, v in value.items() if v is not None}
+
+
+def _seed(value: Any, where: str) -> int:
+    if isinstance(value, bool) or value is None:
+        raise ConfigError(f"{where}: seed {value!r} is not an integer")
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: seed {value!r} is not an integer") from None
+    if seed != value or seed < 0:
+        raise ConfigError(f"{where}: seed {value!r} is not a non-negative integer")
+    return seed
+
+
+def read_episodes(path: Path, key: str) -> list[Episode]:
+    """The ``(env_id, seed, env_kwargs)`` of every row of a user's parquet file; ConfigError in one line."""
+    import pandas as pd
+
+    import envs
+
+    name = f"data.{key}={path}"
+    if not path.is_file():
+        raise ConfigError(f"{name}: no such file; write your rows there first ({LAYOUT_HINT})")
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix, in one line
+        raise ConfigError(f"{name}: not a readable parquet file ({' '.join(str(exc).split())})") from None
+    if "extra_info" in frame.columns and not set(REQUIRED) <= set(frame.columns):
+        records = [dict(info) if isinstance(info, dict) else {} for info in frame["extra_info"]]
+    else:
+        missing = [c for c in REQUIRED if c not in frame.columns]
+        if missing:
+            raise ConfigError(
+                f"{name}: missing column(s) {', '.join(missing)} (it has: {', '.join(map(str, frame.columns))}); "
+                + LAYOUT_HINT
+            )
+        columns = [c for c in ("env_id", "seed", "env_kwargs") if c in frame.columns]
+        records = frame[columns].to_dict("records")
+    if not records:
+        raise ConfigError(f"{name}: the file has no rows")
+    known = {s.id for s in envs.list_envs()}
+    episodes = []
+    for index, record in enumerate(records):
+        where = f"{name}: row {index}"
+        env_id = record.get("env_id")
+        if not isinstance(env_id, str) or not env_id:
+            raise ConfigError(f"{where}: env_id {env_id!r} is not an env id; {LAYOUT_HINT}")
+        if env_id not in known:
+            close = difflib.get_close_matches(env_id, sorted(known), n=3, cutoff=0.5)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ConfigError(
+                f"{where}: env {env_id!r} is not registered{hint}; `python -m envs list` shows them, and a "
+                "module registering your own goes in turngym.import_modules=[my_pkg.my_envs]"
+            )
+        episodes.append((env_id, _seed(record.get("seed"), where), _kwargs(record.get("env_kwargs"), where)))
+    return episodes
+
+
+def check_buildable(episodes: list[Episode], path: Path, key: str) -> None:
+    """Every distinct (env id, kwargs) of the rows can be built; ConfigError naming the first row that cannot."""
+    import envs
+
+    seen: set[tuple[str, str]] = set()
+    for index, (env_id, _, kwargs) in enumerate(episodes):
+        kind = (env_id, json.dumps(kwargs, sort_keys=True))
+        if kind in seen:
+            continue
+        seen.add(kind)
+        try:
+            envs.make(env_id, **kwargs).close()
+        except Exception as exc:  # noqa: BLE001 - bad kwargs are the user's to fix, in one line
+            raise ConfigError(
+                f"data.{key}={path}: row {index}: {env_id} cannot be built with env_kwargs {kind[1]}: "
+                f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            ) from None
+
+
+def check_disjoint(train: list[Episode], val: list[Episode]) -> None:
+    """Validation must not replay training episodes (same env, kwargs and seed)."""
+    seen = {(e, s, json.dumps(k, sort_keys=True)) for e, s, k in train}
+    shared = [(e, s) for e, s, k in val if (e, s, json.dumps(k, sort_keys=True)) in seen]
+    if shared:
+        env_id, seed = shared[0]
+        raise ConfigError(
+            f"{len(shared)} validation episode(s) are also training episodes (first: {env_id} seed {seed}); "
+            "held-out rows need other seeds (or kwargs)"
+        )
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file, so a resumed run can tell that its rows changed."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
