@@ -51,26 +51,32 @@ def players_by_id(registration_source: str) -> dict[str, int]:
 
 
 def source_problem(module: str) -> str | None:
-    """Why the module cannot be used here, found from its source without importing it."""
-    spec = importlib.util.find_spec(module.rsplit(".", 1)[0])
+    """Why the module cannot be used here, found from its source (and its game's modules it imports)."""
+    package, _, main = module.rpartition(".")
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return f"module {module} is not in the TextArena wheel"
     folder = Path(next(iter(spec.submodule_search_locations)))
-    sources = sorted(folder.rglob("*.py"))
-    main = folder / (module.rsplit(".", 1)[1] + ".py")
-    if not main.exists():
-        return f"module {module} is not in the TextArena wheel"
-    for path in sources:
-        if path.name.startswith("test"):
+    pending, seen = [main], set()
+    while pending:  # the game's own modules the env imports (not offline tools such as data generators)
+        name = pending.pop()
+        path = folder.joinpath(*name.split(".")).with_suffix(".py")
+        if name in seen or not path.exists():
+            if name == main:
+                return f"module {module} is not in the TextArena wheel"
             continue
+        seen.add(name)
         text = path.read_text(errors="replace")
         try:
             compile(text, str(path), "exec")
         except SyntaxError as e:
-            return f"{path.name} does not compile on Python {sys.version_info.major}.{sys.version_info.minor}: {e.msg}"
+            where = f"{Path(package.replace('.', '/')).name}/{path.relative_to(folder)}"
+            return f"{where} does not compile on Python {sys.version_info.major}.{sys.version_info.minor}: {e.msg}"
         for needle, why in _SOURCE_PROBLEMS:
             if needle in text:
                 return why
+        pending += re.findall(rf"{re.escape(package)}\.([\w.]+)\s+import", text)
+        pending += re.findall(r"from\s+\.([\w.]+)\s+import", text)
     return None
 
 
