@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
@@ -22,6 +21,7 @@ from tools.run_sync import run_sync
 if TYPE_CHECKING:
     from tools import Tool, ToolResult
     from tools.calls import ToolCall
+    from tools.registry import ToolRegistry
 
 T = TypeVar("T")
 
@@ -90,8 +90,8 @@ class TextEnv(gym.Env):
             )
         # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
         self._extra_tools = resolve_extra_tools(tools)
-        self._tool_prototypes: list[Tool] | None = None
-        self._episode_tools: dict[str, Tool] = {}
+        self._tool_prototypes: ToolRegistry | None = None
+        self._episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
         self.transcript: list[Message] = []
         self.turn = 0
         self.episode_over = False
@@ -158,25 +158,30 @@ class TextEnv(gym.Env):
 
     # ----- tools ---------------------------------------------------------------------------------
     @property
-    def tools(self) -> list[Tool]:
-        """All tools the agent may call in this env: its own, then the extra ones it was given.
+    def tool_registry(self) -> ToolRegistry:
+        """The env's tools as a `tools.ToolRegistry`: its own, then the extra ones it was given.
 
         Built on first use: a plain-text reply never needs them, and building a game's action tool on
         every `make` cost most of a short episode.
         """
         if self._tool_prototypes is None:
-            prototypes = [*self.own_tools(), *self._extra_tools]
-            names = [t.name for t in prototypes]
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            if duplicates:
-                raise ValueError(f"{type(self).__name__}: duplicate tool names {duplicates}")
-            self._tool_prototypes = prototypes
+            from tools.registry import ToolRegistry
+
+            try:
+                self._tool_prototypes = ToolRegistry([*self.own_tools(), *self._extra_tools])
+            except ValueError as exc:  # two tools with one name
+                raise ValueError(f"{type(self).__name__}: {exc}") from None
         return self._tool_prototypes
+
+    @property
+    def tools(self) -> list[Tool]:
+        """All tools the agent may call in this env, in order (see `tool_registry`)."""
+        return list(self.tool_registry)
 
     @property
     def tool_schemas(self) -> list[dict]:
         """OpenAI function schemas of `tools`, as rendered into the prompt by a chat template."""
-        return [t.schema for t in self.tools]
+        return self.tool_registry.schemas()
 
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -185,7 +190,7 @@ class TextEnv(gym.Env):
         if seed is not None:
             # gym.Env.reset(seed) builds the same generator, slower (see envs.seeding).
             self._np_random, self._np_random_seed = np_random(seed)
-        if self._episode_tools:
+        if self._episode_tools is not None:
             self._release_episode_tools()
         self.turn = 0
         self.total_reward = 0.0
@@ -299,7 +304,7 @@ class TextEnv(gym.Env):
             return None, str(e)
 
     def _has_tools(self) -> bool:
-        return bool(self.tools)
+        return len(self.tool_registry) > 0
 
     def _format_error(self, problem: str) -> StepResult:
         help_text = f" {self.action_help}" if self.action_help else ""
@@ -373,7 +378,7 @@ class TextEnv(gym.Env):
                 continue
             tool = self._episode_tool(call.name)
             if tool is None:
-                available = ", ".join(t.name for t in self.tools) or "none"
+                available = ", ".join(self.tool_registry.names) or "none"
                 turn_info["tool_errors"] += 1
                 messages.append(
                     tool_result(
@@ -463,27 +468,17 @@ class TextEnv(gym.Env):
         return None
 
     def _episode_tool(self, name: str) -> Tool | None:
-        tool = self._episode_tools.get(name)
-        if tool is None:
-            prototype = next((t for t in self.tools if t.name == name), None)
-            if prototype is None:
-                return None
-            # Stateful tools get a fresh instance per episode, made on first use and released at reset.
-            tool = self._episode_tools[name] = prototype.fork()
-        return tool
+        if self._episode_tools is None:
+            # Stateful tools get fresh instances per episode (at its first call), released at reset.
+            self._episode_tools = self.tool_registry.fork()
+        return self._episode_tools.get(name)
 
     def _release_episode_tools(self) -> None:
-        if not self._episode_tools:
+        if self._episode_tools is None:
             return
-        tools, self._episode_tools = list(self._episode_tools.values()), {}
-
-        async def release() -> None:
-            for t in tools:
-                # Releasing one tool must not stop the others or the next episode.
-                with contextlib.suppress(Exception):
-                    await t.aclose()
-
-        run_sync(release())
+        episode, self._episode_tools = self._episode_tools, None
+        # Releasing one tool does not stop the others or the next episode (ToolRegistry.aclose).
+        run_sync(episode.aclose())
 
 
 def refusal_after_end(terminated: bool, truncated: bool, turn: int | None = None):

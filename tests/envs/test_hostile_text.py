@@ -318,7 +318,7 @@ def test_builtin_tool_names_are_accepted():
         ([print], TypeError, "@tools.tool"),
         ({"python": True}, TypeError, "got dict"),
         (["missing.yaml"], ValueError, "cannot read"),
-        (["python", "python"], ValueError, "duplicate tool names"),
+        (["python", "python"], ValueError, "duplicate tool name .python."),
     ],
 )
 def test_bad_tools_fail_at_make(tools, error, match):
