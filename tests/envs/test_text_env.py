@@ -392,3 +392,45 @@ def test_transcript_records_tool_calls_as_tools_calls_writes_them():
     assert recorded["tool_calls"] == expected
     assert recorded["tool_calls"][0]["function"]["arguments"] == {"number": 50}
     assert 'guess({"number": 50})' in env.unwrapped.render()
+
+
+def test_tools_live_in_a_tool_registry_forked_per_episode_and_released_at_reset():
+    """TextEnv uses tools.ToolRegistry: a stateful tool gets a fresh instance each episode, closed at reset."""
+    from tools import Tool, ToolRegistry, ToolResult
+
+    closed: list[int] = []
+
+    class Counter(Tool):
+        name = "count"
+        description = "Count calls in this episode."
+        stateful = True
+
+        def init_state(self) -> None:
+            self.calls = 0
+
+        async def run(self, args, context):
+            self.calls += 1
+            return ToolResult(str(self.calls))
+
+        async def aclose(self) -> None:
+            closed.append(self.calls)
+
+    counter = Counter()
+    counter.init_state()
+    env = envs.make("guess-number-v0", tools=[counter])
+    registry = env.unwrapped.tool_registry
+    assert isinstance(registry, ToolRegistry) and registry.names == ["guess", "count"]
+    assert env.unwrapped.tools == list(registry) and env.unwrapped.tool_schemas == registry.schemas()
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c0", "name": "count", "arguments": {}}],
+    }
+    for episode in range(2):
+        env.reset(seed=episode)
+        assert env.step(call)[0][0]["content"] == "1"
+        assert env.step(call)[0][0]["content"] == "2"  # state kept within the episode
+    env.reset(seed=5)
+    assert closed == [2, 2] and counter.calls == 0  # each episode's copy closed; the prototype untouched
+    unknown = {**call, "tool_calls": [{"id": "c1", "name": "nope", "arguments": {}}]}
+    assert "Available tools: guess, count" in env.step(unknown)[0][0]["content"]
