@@ -81,7 +81,7 @@ def _phrase(rng: np.random.Generator, n_low: int = 1, n_high: int = 4) -> str:
 
 
 def _items(rng: np.random.Generator) -> list[tuple[int, int]]:
-    return [(_int(rng, 1, 5000), _int(rng, 1, 9)) for _ in range(_int(rng, 1, 5))]
+    return [(_int(rng, 1, 5000), _int(rng, 0, 9)) for _ in range(_int(rng, 1, 5))]
 
 
 def _year(rng: np.random.Generator) -> int:
@@ -112,6 +112,7 @@ MODULES: dict[str, tuple[tuple[str, ...], dict[str, Inputs]]] = {
             "line_total": lambda r: (_int(r, 1, 5000), _int(r, 0, 9)),
             "cart_total": lambda r: (_items(r),),
             "checkout": lambda r: (_items(r), _int(r, 0, 50), _int(r, 0, 25)),
+            "split_bill": lambda r: (_items(r), _int(r, 1, 6)),
         },
     ),
     "textutil": (
@@ -133,6 +134,15 @@ MODULES: dict[str, tuple[tuple[str, ...], dict[str, Inputs]]] = {
             ),
             "index_by_slug": lambda r: ([_phrase(r, 1, 2) for _ in range(_int(r, 1, 5))],),
             "short_names": lambda r: ([_phrase(r, 1, 3) for _ in range(_int(r, 1, 5))], _int(r, 4, 12)),
+            "parse_table": lambda r: (
+                "\n".join(
+                    ",".join(
+                        " " * _int(r, 0, 2) + _phrase(r, 1, 2).strip() + " " * _int(r, 0, 2) for _ in range(3)
+                    )
+                    for _ in range(_int(r, 1, 3))
+                ),
+            ),
+            "total_words": lambda r: ([_phrase(r, 1, 4) for _ in range(_int(r, 1, 4))],),
         },
     ),
     "stats": (
@@ -141,6 +151,8 @@ MODULES: dict[str, tuple[tuple[str, ...], dict[str, Inputs]]] = {
             "median": lambda r: (_ints(r, 1, 7, -50, 50),),
             "moving_average": lambda r: (_ints(r, 3, 8, -20, 20), _int(r, 1, 3)),
             "histogram": lambda r: (_ints(r, 1, 10, 0, 12), _int(r, 2, 5), 0, 10),
+            "summary": lambda r: (_ints(r, 1, 7, -50, 50),),
+            "peak_average": lambda r: (_ints(r, 3, 8, -20, 20), _int(r, 1, 3)),
         },
     ),
     "dates": (

@@ -20,3 +20,8 @@ def checkout(items, discount_pct, tax_pct):
     """What the customer pays: the cart total, discounted first, then taxed."""
     discounted = money.apply_discount(cart_total(items), discount_pct)
     return money.add_tax(discounted, tax_pct)
+
+
+def split_bill(items, people):
+    """Each person's share of the cart total, larger shares first."""
+    return money.split_evenly(cart_total(items), people)

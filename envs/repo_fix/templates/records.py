@@ -21,3 +21,13 @@ def index_by_slug(names):
 def short_names(names, width):
     """Names cut to `width` characters, sorted case-insensitively."""
     return sorted((textutil.truncate(name, width) for name in names), key=str.lower)
+
+
+def parse_table(text):
+    """Fields of every non-blank line of comma-separated text."""
+    return [parse_line(line) for line in text.splitlines() if line.strip()]
+
+
+def total_words(names):
+    """Words in all the names together."""
+    return sum(textutil.word_count(name) for name in names)

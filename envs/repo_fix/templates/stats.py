@@ -24,3 +24,13 @@ def histogram(values, buckets, low, high):
         slot = (value - low) * buckets // (high - low)
         counts[mathutil.clamp(slot, 0, buckets - 1)] += 1
     return counts
+
+
+def summary(values):
+    """(smallest, median, largest) of a non-empty list."""
+    return (min(values), median(values), max(values))
+
+
+def peak_average(values, window):
+    """The largest of the moving averages."""
+    return max(moving_average(values, window))
