@@ -238,9 +238,9 @@ def test_python_session_keeps_state_and_recovers():
 )
 def test_preexec_fallback_without_launcher(monkeypatch, case):
     """Without the C launcher (no compiler), rlimits and the uid drop go through a preexec function."""
-    from tools.sandbox import isolation
+    from tools.sandbox import spawn
 
-    monkeypatch.setattr(isolation, "_launcher", [None])
+    monkeypatch.setattr(spawn, "_launcher", [None])
     before = _workdirs()
     sb = LocalSandbox(isolation=MODES[0], timeout_s=3, memory_mb=256)
     code, status = HOSTILE[case]

@@ -169,6 +169,18 @@ def _read(path: str) -> str:
         return fh.read()
 
 
+def _stat(text: str, key: str) -> int:
+    """The value of `key` in a flat-keyed cgroup file (`key value` per line); 0 when absent or unreadable."""
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
 class RunCgroup:
     """The control group(s) of one run: created with its limits, read for usage, emptied and removed."""
 
@@ -180,39 +192,38 @@ class RunCgroup:
         name = f"{RUN_PREFIX}{tag or 'x'}-{os.getpid()}-{next(_counter)}"
         self.dirs: dict[str, str] = {}
         try:
-            if sup.version == 2:
-                self._make_v2(sup.parents["unified"], name, memory_mb, pids, cpus)
-            else:
-                self._make_v1(sup, name, memory_mb, pids, cpus)
+            self._make(sup, name, memory_mb, pids, cpus)
         except BaseException:
             self.remove()
             raise
 
-    def _make_v1(self, sup: CgroupSupport, name: str, memory_mb: int, pids: int, cpus: float) -> None:
-        for ctl, parent in sup.parents.items():
+    def _make(self, sup: CgroupSupport, name: str, memory_mb: int, pids: int, cpus: float) -> None:
+        for ctl, parent in sup.parents.items():  # v2: the one "unified" parent
             path = os.path.join(parent, name)
             os.mkdir(path)
             self.dirs[ctl] = path
-        mem = self.dirs["memory"]
-        limit = str(memory_mb * 1024 * 1024)
-        _write(os.path.join(mem, "memory.limit_in_bytes"), limit)
-        if sup.memsw:  # memory+swap at the same bound: the run cannot spill into swap
-            _write(os.path.join(mem, "memory.memsw.limit_in_bytes"), limit)
-        _write(os.path.join(self.dirs["pids"], "pids.max"), str(pids))
-        if "cpu" in self.dirs and cpus > 0:
-            period = int(_read(os.path.join(self.dirs["cpu"], "cpu.cfs_period_us")))
-            _write(os.path.join(self.dirs["cpu"], "cpu.cfs_quota_us"), str(int(period * cpus)))
+        memory = str(memory_mb * 1024 * 1024)
+        _write(self._file("memory", "memory.limit_in_bytes", "memory.max"), memory)
+        # The run cannot spill into swap: v2 allows it none, v1 bounds memory+swap at the same value.
+        if self.version == 2:
+            with contextlib.suppress(FileNotFoundError):
+                _write(self._file("memory", "", "memory.swap.max"), "0")
+        elif sup.memsw:
+            _write(self._file("memory", "memory.memsw.limit_in_bytes"), memory)
+        _write(self._file("pids", "pids.max"), str(pids))
+        if cpus > 0 and self.cpu_limited:
+            if self.version == 2:
+                _write(self._file("cpu", "", "cpu.max"), f"{int(100000 * cpus)} 100000")
+            else:
+                period = int(_read(self._file("cpu", "cpu.cfs_period_us")))
+                _write(self._file("cpu", "cpu.cfs_quota_us"), str(int(period * cpus)))
 
-    def _make_v2(self, parent: str, name: str, memory_mb: int, pids: int, cpus: float) -> None:
-        path = os.path.join(parent, name)
-        os.mkdir(path)
-        self.dirs["unified"] = path
-        _write(os.path.join(path, "memory.max"), str(memory_mb * 1024 * 1024))
-        with contextlib.suppress(FileNotFoundError):
-            _write(os.path.join(path, "memory.swap.max"), "0")
-        _write(os.path.join(path, "pids.max"), str(pids))
-        if cpus > 0 and os.path.exists(os.path.join(path, "cpu.max")):
-            _write(os.path.join(path, "cpu.max"), f"{int(100000 * cpus)} 100000")
+    def _file(self, v1_controller: str, v1_name: str, v2_name: str | None = None) -> str:
+        """A control file: v2 keeps every controller in one dir, v1 has a dir per controller (KeyError
+        when that controller is not mounted)."""
+        if self.version == 2:
+            return os.path.join(self.dirs["unified"], v2_name or v1_name)
+        return os.path.join(self.dirs[v1_controller], v1_name)
 
     @property
     def procs_files(self) -> tuple[str, ...]:
@@ -222,53 +233,37 @@ class RunCgroup:
     @property
     def cpu_limited(self) -> bool:
         """True when a CPU quota holds (v1 `cpu` or v2 `cpu.max`)."""
-        if self.version == 2:
-            return os.path.exists(os.path.join(self.dirs["unified"], "cpu.max"))
-        return "cpu" in self.dirs
+        try:
+            return os.path.exists(self._file("cpu", "cpu.cfs_quota_us", "cpu.max"))
+        except KeyError:
+            return False
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system) used so far by every process that was in the run."""
         try:
-            if self.version == 2:
-                for line in _read(os.path.join(self.dirs["unified"], "cpu.stat")).splitlines():
-                    if line.startswith("usage_usec "):
-                        return int(line.split()[1]) / 1e6
-                return 0.0
-            if "cpuacct" in self.dirs:
-                return int(_read(os.path.join(self.dirs["cpuacct"], "cpuacct.usage"))) / 1e9
-        except (OSError, ValueError):
-            pass
-        return 0.0
+            text = _read(self._file("cpuacct", "cpuacct.usage", "cpu.stat"))
+            return int(text) / 1e9 if self.version == 1 else _stat(text, "usage_usec") / 1e6
+        except (OSError, KeyError, ValueError):
+            return 0.0
 
     def peak_memory_bytes(self) -> int:
         """Highest memory charge of the run (processes, page cache and tmpfs pages it touched)."""
-        name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
-        key = "unified" if self.version == 2 else "memory"
         try:
-            return int(_read(os.path.join(self.dirs[key], name)))
+            return int(_read(self._file("memory", "memory.max_usage_in_bytes", "memory.peak")))
         except (OSError, ValueError, KeyError):
             return 0
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the run's memory bound."""
         try:
-            if self.version == 2:
-                text = _read(os.path.join(self.dirs["unified"], "memory.events"))
-            else:
-                text = _read(os.path.join(self.dirs["memory"], "memory.oom_control"))
+            return _stat(_read(self._file("memory", "memory.oom_control", "memory.events")), "oom_kill")
         except (OSError, KeyError):
             return 0
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-        return 0
 
     def pids(self) -> list[int]:
         """Processes in the run now."""
-        key = "unified" if self.version == 2 else "pids"
         try:
-            return [int(x) for x in _read(os.path.join(self.dirs[key], "cgroup.procs")).split()]
+            return [int(x) for x in _read(self._file("pids", "cgroup.procs")).split()]
         except (OSError, ValueError, KeyError):
             return []
 

@@ -13,22 +13,14 @@ import signal
 import sys
 import threading
 
+from tools.sandbox.bwrap import SANDBOX_DIR, bwrap_argv, bwrap_problem
+from tools.sandbox.capped_run import run_capped
 from tools.sandbox.cgroup import RunCgroup, sweep_stale
 from tools.sandbox.cgroup import support as cgroup_support
-from tools.sandbox.isolation import (
-    IS_ROOT,
-    SANDBOX_DIR,
-    Limits,
-    UidSlot,
-    bwrap_argv,
-    bwrap_problem,
-    make_workdir,
-    read_files,
-    remove_workdir,
-    run_capped,
-    write_files,
-)
+from tools.sandbox.limits import IS_ROOT, Limits
 from tools.sandbox.result import SandboxResult
+from tools.sandbox.uid_slot import UidSlot
+from tools.sandbox.workdir import make_workdir, read_files, remove_workdir, write_files
 
 log = logging.getLogger(__name__)
 

@@ -12,19 +12,13 @@ import subprocess
 import threading
 import time
 
-from tools.sandbox.isolation import (
-    SANDBOX_DIR,
-    Limits,
-    UidSlot,
-    kill_group,
-    kill_uid,
-    make_workdir,
-    remove_workdir,
-    spawn,
-    write_files,
-)
+from tools.sandbox.bwrap import SANDBOX_DIR
+from tools.sandbox.limits import Limits
 from tools.sandbox.local import LocalSandbox
 from tools.sandbox.result import SandboxResult
+from tools.sandbox.spawn import spawn
+from tools.sandbox.uid_slot import UidSlot, kill_group, kill_uid
+from tools.sandbox.workdir import make_workdir, remove_workdir, write_files
 
 _DRIVER = os.path.join(os.path.dirname(__file__), "session_driver.py")
 _spawn_pool: concurrent.futures.ThreadPoolExecutor | None = None
