@@ -72,7 +72,7 @@ class RepoFixEnv(TextEnv):
         difficulty: str = "easy",
         binary_reward: bool = True,
         run_timeout_s: float = 10.0,
-        grade_timeout_s: float = 60.0,
+        grade_timeout_s: float = 25.0,  # under the per-turn tool time (30 s), so `submit` always ends
         per_call_timeout_s: float = 2.0,
         memory_mb: int = 512,
         max_output_chars: int = 6000,

@@ -323,3 +323,20 @@ def test_control_a_report_carrying_the_expected_values_would_pay(sandbox):
     )
     report = _grade_all(sandbox, [(task, _init(task, code))])[0]
     assert report.passed == report.total > 0
+
+
+@pytest.mark.slow
+def test_a_submission_that_hangs_still_ends_the_episode_with_nothing():
+    # Grading's own limit stays under the per-turn tool time, so `submit` is never cut off mid-grade.
+    env = envs.make("repo-fix-v0")
+    env.reset(seed=0)
+    task = env.unwrapped.task
+    hang = SLOW_FORGERIES["alarm ignored, spin at import"](task)[f"{task.package}/__init__.py"]
+    edit = {"name": "edit", "arguments": json.dumps({"path": f"{task.package}/__init__.py", "new": hang})}
+    env.step({"role": "assistant", "content": "", "tool_calls": [{"function": edit}]})
+    submit = {"name": "submit", "arguments": "{}"}
+    _, reward, terminated, _, info = env.step(
+        {"role": "assistant", "content": "", "tool_calls": [{"function": submit}]}
+    )
+    assert terminated and reward == 0.0 and info["success"] is False
+    env.close()
