@@ -1,7 +1,8 @@
 """Sandbox latency and throughput: `print(1+1)` through LocalSandbox (full limits; as configured before
 the per-run limits; no isolation) and the `/run_code` server, beside a plain `python -c` subprocess, all
 measured in the same run. The line "full limits vs before" is the cost of the per-run cgroup, seccomp,
---disable-userns and the tmpfs work dir (budget: 1.20x).
+--disable-userns and the tmpfs work dir (budget: 1.20x); "full limits vs bare bwrap" compares the whole
+sandbox with a bare `bwrap --unshare-all --ro-bind / / ... python -c` of the same snippet (goal: 1.20x).
 
 Usage: .venv/bin/python bench/sandbox.py [--n 40]
 """
@@ -37,6 +38,24 @@ class BeforeLimits(LocalSandbox):
 
     def _workdir_size_mb(self) -> int | None:
         return None
+
+
+def bare_bwrap_argv(exe: str, python: str) -> list[str]:
+    """The least a bubblewrap run of the snippet needs: every namespace, the host root read-only."""
+    return [
+        exe,
+        "--unshare-all",
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        python,
+        "-c",
+        CODE,
+    ]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -126,6 +145,10 @@ def main() -> None:
         )
     )
     if local_bwrap:
+        bare = bare_bwrap_argv(local_bwrap.bwrap, python)
+        rows.append(
+            ("bare `bwrap --unshare-all` python -c", lambda: subprocess.run(bare, capture_output=True))
+        )
         rows.append(("LocalSandbox before (bwrap+uid+rlimits)", lambda: local_before.run(CODE)))
         rows.append(("LocalSandbox full limits", lambda: local_bwrap.run(CODE)))
     rows.append(("LocalSandbox isolation=none", lambda: local_plain.run(CODE)))
@@ -144,8 +167,13 @@ def main() -> None:
             print(f"{name:40s} {p50:8.1f} {p95:8.1f} {p50 / base:9.2f}x")
         if local_bwrap:
             before, full = p50s["LocalSandbox before (bwrap+uid+rlimits)"], p50s["LocalSandbox full limits"]
+            bare_p50 = p50s["bare `bwrap --unshare-all` python -c"]
             print(
                 f"\nfull limits vs before: p50 {full:.1f} / {before:.1f} ms = {full / before:.2f}x (budget 1.20x)"
+            )
+            print(
+                f"full limits vs bare bwrap: p50 {full:.1f} / {bare_p50:.1f} ms = {full / bare_p50:.2f}x "
+                "(goal 1.20x)"
             )
             print("limits that hold:")
             for key, text in local_bwrap.limits_report().items():
