@@ -60,6 +60,11 @@ def _stage(cfg: DictConfig, entries: list[dict], staged: StagedData) -> StagedDa
     from trainer.datasets import episode_rows, rows_for_episodes, with_greedy_copies, write_rows
 
     staging = staged.staging
+    for key in ("train_files", "val_files"):
+        if cfg.data.get(key) is None:
+            raise ConfigError(
+                f"data.{key} is null: give a parquet file of your own rows, or leave it unset for rows from env.*"
+            )
     episodes = {}
     for key in ("train_files", "val_files"):
         source = staged.sources.get(key)

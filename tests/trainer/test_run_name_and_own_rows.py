@@ -113,6 +113,7 @@ def test_a_bad_argument_leaves_an_existing_runs_files_byte_identical(tmp_path, c
         ],
         ["env.seed_base=0", "env.val_seed_base=2"],  # overlapping seeds
         [f"data.train_files={tmp_path / 'missing.parquet'}"],
+        ["data.val_files=null"],
     ):
         assert run_trainer(common + bad) == 2, bad
         err = capsys.readouterr().err.strip().splitlines()
