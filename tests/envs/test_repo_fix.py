@@ -299,6 +299,15 @@ HOSTILE_COMMANDS = {
     "memory": 'python3 -c "b = bytearray(2 << 30)"',
     "kill everything": "kill -9 -1",
 }
+SAID = {
+    "spin": "timed out",
+    "sleep": "timed out",
+    "huge output": "output truncated",
+    "huge file": "too large to keep; the old one stays",
+    "binary file": "not UTF-8 text; the old one stays",
+    "escaping symlink": "not a regular file in the repository any more; its old content stays",
+    "memory": "MemoryError",
+}
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_COMMANDS))
@@ -311,6 +320,7 @@ def test_hostile_shell_commands_are_contained(name):
     text = messages[-1]["content"]
     assert env.observation_space.contains(messages) and not terminated and reward == 0.0
     assert len(text) < 8000, len(text)
+    assert SAID.get(name, "") in text, text[-400:]
     assert "root:x:0:0" not in text and "root:" not in "".join(game.repo.files.values())
     assert game.repo.files == before  # no content of a link, no binary or oversized file is kept
     info, total, _ = play_expert_from_here(env)  # and the episode goes on
