@@ -176,6 +176,12 @@ def test_shell_changes_to_existing_files_are_kept_new_files_are_not():
     assert messages[-1]["content"].strip() == "1 kept"
     messages, *_ = env.step(call("read", path="."))
     assert "notes/NEW.txt (1 lines)" in messages[-1]["content"]
+    # The usual way an agent patches a file from the shell: sed -i (a new file renamed over the old one).
+    messages, *_ = env.step(call("shell", command="sed -i 's/kept/patched/' notes/NEW.txt"))
+    assert (
+        game.repo.files["notes/NEW.txt"] == "patched\n"
+        and "[notes/NEW.txt was changed]" in messages[-1]["content"]
+    )
     env.close()
 
 
