@@ -158,6 +158,21 @@ def check_config(cfg: DictConfig) -> None:
     check_warm_start(cfg)
 
 
+WARM_START_ENGINES = ("auto", "verl", "torch")
+
+
+def warm_start_engine(cfg: DictConfig) -> str:
+    """The warm start's engine: turngym.warm_start.engine, with auto resolved from the device."""
+    engine = str(cfg.turngym.warm_start.get("engine", "auto"))
+    if engine not in WARM_START_ENGINES:
+        raise ConfigError(
+            f"turngym.warm_start.engine={engine!r}: choose one of {', '.join(WARM_START_ENGINES)}"
+        )
+    if engine == "auto":
+        return "torch" if str(cfg.trainer.device) == "cpu" else "verl"
+    return engine
+
+
 def check_warm_start(cfg: DictConfig) -> None:
     """The warm start's sizes and its overrides of verl's SFT config, checked before any work."""
     ws = cfg.turngym.warm_start
@@ -170,6 +185,14 @@ def check_warm_start(cfg: DictConfig) -> None:
             f"turngym.warm_start.episodes ({ws.episodes}) must be at least "
             f"turngym.warm_start.batch_size ({ws.batch_size}), which must be >= 1"
         )
+    engine = warm_start_engine(cfg)
+    if engine == "torch":
+        if list(ws.overrides):
+            raise ConfigError(
+                "turngym.warm_start.overrides are keys of verl's SFT trainer, which engine=torch does not "
+                "run; drop them or set turngym.warm_start.engine=verl"
+            )
+        return
     sft_config(
         "model",
         Path("demos.parquet"),

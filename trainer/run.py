@@ -130,6 +130,7 @@ def stage_run(cfg: DictConfig) -> StagedData:
 def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
     """Side effects before Ray, once ``stage_run`` passed: datasets and run record into the run folder,
     env vars, warm start. Returns cfg."""
+    from trainer.compose import warm_start_engine
     from trainer.run_checks import write_run_record
     from trainer.run_data import install, run_data_path
     from trainer.warm_start import finished_warm_start, warm_start
@@ -159,7 +160,7 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
         cfg.turngym.model = str(finished_warm_start(out / "warm_start") or cfg.turngym.model)
     elif ws.enable:
         print(
-            f"[turngym] warm start: verl's SFT trainer on {ws.episodes} expert episodes, {ws.epochs} epochs",
+            f"[turngym] warm start ({warm_start_engine(cfg)}): {ws.episodes} expert episodes, {ws.epochs} epochs",
             flush=True,
         )
         report = warm_start(
@@ -174,6 +175,7 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
             device=str(cfg.trainer.device),
             max_length=int(ws.max_length),
             overrides=list(ws.overrides),
+            engine=warm_start_engine(cfg),
         )
         print(
             f"[turngym] warm start done in {report['seconds']:.0f} s: loss {report['loss_first']:.3f} -> "
@@ -291,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
+    from trainer.verl_version import verl_version_problem
+
+    problem = verl_version_problem()  # first: before any config is composed, anything written, Ray started
+    if problem is not None:
+        print(f"trainer.run: {problem}", file=sys.stderr)
+        return 2
     for name in OPTIONAL_VERL_ENGINES:
         # compose_config's checks import verl's engines here, before the console filter can start.
         warnings.filterwarnings("ignore", message=f"{name} engine is not available", category=UserWarning)

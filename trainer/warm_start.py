@@ -1,14 +1,18 @@
-"""Warm start: verl's SFT trainer on the envs' scripted experts before RL.
+"""Warm start: supervised fine-tuning on the envs' scripted experts before RL.
 
 A tiny model starting from random weights gets zero reward, and GRPO cannot learn from groups
 with identical rewards. Imitating expert episodes first teaches the action format and a
 reasonable policy, so RL starts from a nonzero reward.
 
-The fine-tuning is verl's own ``SFTTrainer`` (``verl/trainer/sft_trainer.py``) on the same FSDP
-engine the actor uses, with verl's ``MultiTurnSFTDataset`` (loss on assistant tokens only). It
-runs in a child process (:mod:`trainer.warm_start_worker`) so its process group and memory are
-gone before Ray starts. Any key of verl's ``sft_trainer_engine`` config can be overridden through
-``turngym.warm_start.overrides``.
+Two engines fine-tune (``turngym.warm_start.engine``; ``auto`` picks torch on a CPU, verl elsewhere):
+
+- ``verl``: verl's own ``SFTTrainer`` (``verl/trainer/sft_trainer.py``) on the same FSDP engine the
+  actor uses, with verl's ``MultiTurnSFTDataset`` (loss on assistant tokens only). It runs in a
+  child process (:mod:`trainer.warm_start_worker`) so its process group and memory are gone before
+  Ray starts. Any key of verl's ``sft_trainer_engine`` config can be overridden through
+  ``turngym.warm_start.overrides``.
+- ``torch``: :mod:`trainer.sft_loop`, a single-process loop over the same dataset class, for small
+  models on a CPU where verl's sharding machinery costs more than the model.
 """
 
 from __future__ import annotations
@@ -165,7 +169,7 @@ def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int
             match = STEP_LOSS.search(line)
             if match:
                 losses.append(float(match[2]))
-                print(f"[warm start] step {match[1]}/{total_steps}: loss {losses[-1]:.3f}", flush=True)
+                _print_step(int(match[1]), total_steps, losses[-1])
         code = process.wait()
     if code != 0:
         raise WarmStartError(
@@ -223,8 +227,9 @@ def warm_start(
     device: str = "cpu",
     max_length: int = 2048,
     overrides: list[str] | tuple[str, ...] = (),
+    engine: str = "verl",
 ) -> dict[str, Any]:
-    """Fine-tune `base_model` with verl's SFT trainer on expert episodes; the report names the model."""
+    """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
     from trainer.expert_demos import write_demonstrations
 
     out_dir = Path(out_dir)
@@ -236,6 +241,22 @@ def warm_start(
     if episodes < batch_size:
         raise ValueError(f"warm start: episodes ({episodes}) must be at least batch_size ({batch_size})")
     demos = write_demonstrations(entries, out_dir / "demos.parquet", episodes, seed)
+    if engine == "torch":
+        from trainer.sft_loop import run_sft_loop
+
+        losses = run_sft_loop(
+            base_model,
+            out_dir / "demos.parquet",
+            out_dir / "trained",
+            epochs=epochs,
+            lr=lr,
+            batch_size=batch_size,
+            seed=seed,
+            max_length=max_length,
+            on_step=_print_step,
+        )
+        model_dir = assemble_model(Path(base_model), out_dir / "trained", out_dir / "model")
+        return _finish(marker, base_model, model_dir, demos, losses, start_time, engine)
     config = sft_config(
         base_model,
         out_dir / "demos.parquet",
@@ -256,9 +277,27 @@ def warm_start(
     losses = _run_worker(config_file, device, log_file, total_steps)
 
     model_dir = assemble_model(Path(base_model), _hf_model_dir(out_dir / "checkpoints"), out_dir / "model")
+    return _finish(marker, base_model, model_dir, demos, losses, start_time, engine)
+
+
+def _print_step(step: int, total: int, loss: float) -> None:
+    print(f"[warm start] step {step}/{total}: loss {loss:.3f}", flush=True)
+
+
+def _finish(
+    marker: Path,
+    base_model: str | Path,
+    model_dir: Path,
+    demos: dict[str, Any],
+    losses: list[float],
+    start_time: float,
+    engine: str,
+) -> dict[str, Any]:
+    """Write the done marker (what resumed runs read) and return the report."""
     report = {
         "base_model": str(base_model),
         "model": str(model_dir),
+        "engine": engine,
         **demos,
         "optimizer_steps": len(losses),
         "loss_first": losses[0] if losses else None,

@@ -58,7 +58,16 @@ class TextGame(TextEnv, Generic[A]):
     action_tool_name: ClassVar[str] = "move"
     action_tool_description: ClassVar[str] = "Make a move."
 
-    def __init__(self, *, difficulty: str | None = None, tools=None, render_mode: str | None = None):
+    def __init__(
+        self,
+        *,
+        difficulty: str | None = None,
+        tools=None,
+        action_tool: bool = True,
+        render_mode: str | None = None,
+    ):
+        # Set before TextEnv's __init__, which may resolve the tool list.
+        self.action_tool = bool(action_tool)
         super().__init__(tools=tools, render_mode=render_mode)
         self.difficulty = self._check_difficulty(difficulty or self.default_difficulty)
         self.won = False
@@ -108,7 +117,13 @@ class TextGame(TextEnv, Generic[A]):
         return self.play(action)
 
     def own_tools(self) -> list[Tool]:
-        """The game's action tool, so a model can move by tool call as well as by text."""
+        """The game's action tool, so a model can move by tool call as well as by text.
+
+        `action_tool=False` leaves it out: moves are then text only, and the prompt is shorter by the
+        tool's schema (most of a small game's opening, which matters on a CPU).
+        """
+        if not self.action_tool:
+            return []
         from envs.games.game_action_tool import GameActionTool
 
         return [GameActionTool.for_game(type(self))]

@@ -105,9 +105,15 @@ class TicTacToeEnv(TextGame[int]):
     medium_blunder_rate = 0.3
 
     def __init__(
-        self, *, agent_mark: Mark = "random", difficulty: str | None = None, tools=None, render_mode=None
+        self,
+        *,
+        agent_mark: Mark = "random",
+        difficulty: str | None = None,
+        tools=None,
+        action_tool: bool = True,
+        render_mode=None,
     ):
-        super().__init__(difficulty=difficulty, tools=tools, render_mode=render_mode)
+        super().__init__(difficulty=difficulty, tools=tools, action_tool=action_tool, render_mode=render_mode)
         self.agent_mark = self._check_mark(agent_mark)
 
     @staticmethod

@@ -93,3 +93,51 @@ def test_a_failing_sft_run_reports_verls_error_and_leaves_no_model(tmp_path):
     assert "is larger than" in str(info.value) and "sft.log" in str(info.value)
     assert finished_warm_start(tmp_path) is None and not (tmp_path / "model").exists()
     assert "is larger than" in (tmp_path / "sft.log").read_text()  # the full log stays for the user
+
+
+def test_the_torch_engine_learns_the_expert_replies_and_keeps_the_base_tokenizer(tmp_path):
+    """engine=torch (the CPU default): overfit on four expert episodes, the model's greedy first
+    move is the expert's, and the saved model is the base one with new weights."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer.warm_start import finished_warm_start, warm_start
+
+    base = build_embedded_model()
+    entries = [
+        {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy", "action_tool": False}}
+    ]
+    report = warm_start(base, tmp_path, entries, episodes=4, epochs=30, lr=5e-3, batch_size=4, engine="torch")
+    assert report["engine"] == "torch" and report["optimizer_steps"] == 30
+    assert report["loss_last"] < report["loss_first"] / 3
+    model_dir = Path(report["model"])
+    assert finished_warm_start(tmp_path) == model_dir
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json"):
+        assert (model_dir / name).read_bytes() == (base / name).read_bytes()
+
+    convo, _, _ = expert_episode("guess-number-v0", entries[0]["kwargs"], 10_000)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    prompt = tokenizer.apply_chat_template(convo[:2], add_generation_prompt=True, return_tensors="pt")
+    prompt = prompt["input_ids"] if not isinstance(prompt, torch.Tensor) else prompt
+    out = model.generate(prompt, max_new_tokens=4, do_sample=False)
+    reply = tokenizer.decode(out[0, prompt.shape[1] :], skip_special_tokens=True)
+    assert reply.strip() == convo[2]["content"] == "10"
+
+
+def test_warm_start_engine_is_checked_before_any_work():
+    from trainer.compose import compose_config
+    from trainer.config_error import ConfigError
+
+    assert compose_config(["env=text-game", "trainer.device=cpu"]).turngym.warm_start.engine == "auto"
+    with pytest.raises(ConfigError, match="choose one of auto, verl, torch"):
+        compose_config(["env=text-game", "trainer.device=cpu", "turngym.warm_start.engine=jax"])
+    with pytest.raises(ConfigError, match="engine=torch does not run"):
+        compose_config(
+            [
+                "env=text-game",
+                "trainer.device=cpu",
+                "turngym.warm_start.engine=torch",
+                'turngym.warm_start.overrides=["optim.lr_warmup_steps=5"]',
+            ]
+        )
