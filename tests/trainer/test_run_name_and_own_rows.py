@@ -243,3 +243,19 @@ def test_validation_rows_may_not_replay_training_rows(tmp_path):
     )
     with pytest.raises(ConfigError, match="guess-number-v0 seed 1000000"):
         stage_run(_cfg(tmp_path / "run", f"data.train_files={clash}"))
+
+
+def test_a_finished_named_run_is_reported_with_the_way_to_start_afresh(tmp_path, capsys, run_trainer):
+    run = tmp_path / "runs" / "first"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("3")
+    args = BASE + [
+        f"turngym.output_dir={tmp_path}",
+        "turngym.run_name=first",
+        "trainer.total_training_steps=3",
+    ]
+    assert run_trainer(args) == 0
+    out = capsys.readouterr().out
+    assert f"{run} already holds a finished run (3 steps)" in out
+    assert f"turngym.run_name=NAME (a fresh run in {tmp_path / 'runs'}/NAME)" in out
+    assert not (tmp_path / "data").exists()  # the default run's folder is untouched
