@@ -64,6 +64,12 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        # `tools.calls`, `tools.sandbox`, ... as attributes, as when this file imported them eagerly.
+        try:
+            return importlib.import_module(f"tools.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tools.{name}":
+                raise
         raise AttributeError(f"module 'tools' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -111,6 +111,7 @@ def test_import_tools_is_light_and_the_tool_decorator_survives_its_submodule():
         "import tools.tool\n"
         "from tools import tool, Tool\n"
         "print(light, callable(tool) and not isinstance(tool, type(sys)), tools.tool is tool)\n"
+        "print(tools.calls.parse_tool_calls is tools.parse_tool_calls, hasattr(tools, 'no_such_thing'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["True", "True", "True"]
+    assert out.split() == ["True", "True", "True", "True", "False"]
