@@ -21,7 +21,7 @@ AGENT = 0  # the agent plays TextArena's player 0; the opponent, in two-player g
 # error (penalised by ActionFormat, the game's reason shown) and the turn limit bounds the episode.
 _NO_ALLOWANCE_LIMIT = 1 << 30
 # Moves a (random) opponent may try in one turn before the episode is cut as `opponent_stuck`.
-OPPONENT_ATTEMPTS = 40
+OPPONENT_ATTEMPTS = 200
 # TextArena message types (ObservationType names) the agent is not shown again: its own moves.
 _PLAYER_ACTION = "PLAYER_ACTION"
 
@@ -138,6 +138,7 @@ class TextArenaEnv(TextEnv):
         """Let the opponent move until it is the agent's turn or the game is over; None unless it got stuck."""
         state = self._ta.state
         while not state.done and state.current_player_id != AGENT:
+            start = len(self._opponent_messages)
             for _ in range(OPPONENT_ATTEMPTS):
                 self._opponent_messages.append(user(self._view(state.current_player_id) or "(Your move.)"))
                 move = self._opponent(list(self._opponent_messages))
@@ -158,6 +159,8 @@ class TextArenaEnv(TextEnv):
                 return StepResult(
                     [user(f"{said}\n\n{note}".strip())], truncated=True, info={"opponent_stuck": True}
                 )
+            # A finished turn is kept as what the opponent was shown first and the move the game took.
+            del self._opponent_messages[start + 1 : -1]
         return None
 
     # ----- observations ------------------------------------------------------------------------------

@@ -16,6 +16,12 @@ _FREE_TEXT = (
     "so the hostile-reply battery (bad replies never end the episode) cannot hold"
 )
 
+_STUCK = (
+    "the random opponent gets stuck: the game lists no legal moves, random moves in its format are rarely "
+    "legal, and in 2 to 12 of 12 seeded episodes the opponent found none in 200 tries (a scripted or LLM "
+    "opponent is needed)"
+)
+
 KNOWN_FAILURES: dict[str, str] = {
     "Sudoku-v0-hard": _SLOW,
     "Sokoban-v0-medium": _SLOW,
@@ -32,4 +38,17 @@ KNOWN_FAILURES: dict[str, str] = {
     "SimpleNegotiation-v0": _FREE_TEXT,
     "TruthAndDeception-v0": _FREE_TEXT,
     "TruthAndDeception-v0-long": _FREE_TEXT,
+    "Alquerque-v0": _STUCK,
+    "Breakthrough-v0-tiny": _STUCK,
+    "Breakthrough-v0-small": _STUCK,
+    "Breakthrough-v0": _STUCK,
+    "Breakthrough-v0-large": _STUCK,
+    "Breakthrough-v0-blind": _STUCK,
+    "Breakthrough-v0-long": _STUCK,
+    "Golf-v0": _STUCK,
+    "Golf-v0-medium": _STUCK,
+    "LinesOfAction-v0": _STUCK,
+    "SantoriniBaseFixed-v0": _STUCK,
+    "ColonelBlotto-v0-extreme": _STUCK,
+    "QuantumTicTacToe-v0": _STUCK,
 }

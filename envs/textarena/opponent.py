@@ -23,7 +23,8 @@ class RandomOpponent:
 
     TextArena games list moves in brackets (`Available Moves: '[0]', '[4]'`) or show the format by example
     (`[col 4]`, `[attack 0 1]`). Candidates come from the latest message first, then from everything seen,
-    with the numbers of an example varied (`[col 4]` -> `[col 2]`); moves the game just refused are not
+    with the numbers of an example (drawn from those on the board) and its squares varied (`[col 4]` ->
+    `[col 2]`, `[a2a3]` -> `[c7c6]`); moves the game just refused are not
     tried again.
     """
 
@@ -41,11 +42,35 @@ class RandomOpponent:
         if pool and self.rng.random() < 0.5:
             return pool[int(self.rng.integers(len(pool)))]
         templates = [c for c in seen if _NUMBER.search(c)] or ["[0]"]
-        template = templates[int(self.rng.integers(len(templates)))]
-        return _NUMBER.sub(lambda _: str(int(self.rng.integers(0, 10))), template)
+        return self._vary(templates[int(self.rng.integers(len(templates)))], messages[-1]["content"])
+
+    def _vary(self, template: str, latest: str) -> str:
+        """`template` with its numbers (and the file letters of board squares) drawn afresh."""
+        # The numbers and the column letters on the board are the likely coordinates and counts: half the
+        # numbers are drawn from those, half from 0-9.
+        shown = sorted({int(n) for n in _NUMBER.findall(latest) if len(n) < 4}) or list(range(10))
+        files = "".join(sorted(set(_FILE_LABEL.findall(latest)))) or "abcdefgh"
+        files = files if len(files) > 1 else "abcdefgh"
+
+        def letter(match: re.Match) -> str:
+            drawn = files[int(self.rng.integers(len(files)))]
+            return drawn.upper() if match.group().isupper() else drawn
+
+        varied = _SQUARE_FILE.sub(letter, template)
+
+        def number(_: re.Match) -> str:
+            pool = shown if self.rng.random() < 0.5 else _DIGITS
+            return str(pool[int(self.rng.integers(len(pool)))])
+
+        return _NUMBER.sub(number, varied)
 
 
+# The file letter of a board square (`a2`, `C1`), not a letter inside a word.
+_SQUARE_FILE = re.compile(r"(?<![A-Za-z])[A-Za-z](?=\d)")
 _NUMBER = re.compile(r"\d+")
+_DIGITS = list(range(10))
+# A column label of a drawn board: a lone lowercase letter a-h between spaces (`     a b c d e f`).
+_FILE_LABEL = re.compile(r"(?<=[ \t])[a-h](?=[ \t]|$)", re.MULTILINE)
 
 
 def _just_refused(messages: Sequence[dict[str, Any]]) -> set[str]:

@@ -178,3 +178,43 @@ def test_textarena_env_group_composes_without_starting_ray():
         env = envs.make(entry["id"], **entry["kwargs"])
         messages, info = env.reset(seed=0)
         assert messages[-1]["role"] == "user" and info["textarena_id"]
+
+
+_DIGESTS = """
+import hashlib, json, sys
+import numpy as np
+import envs
+from envs.textarena.opponent import RandomOpponent
+
+out = {}
+for env_id in sys.argv[1:]:
+    env = envs.make(env_id)
+    agent = RandomOpponent(np.random.default_rng(3))
+    messages, _ = env.reset(seed=3)
+    seen, steps = list(messages), [messages]
+    for _ in range(8):
+        move = agent(seen)
+        result = env.step(move)
+        seen += [{"role": "assistant", "content": move}, *result[0]]
+        steps.append(result[:4])
+        if result[2] or result[3]:
+            break
+    out[env_id] = hashlib.sha1(json.dumps(steps, default=str).encode()).hexdigest()
+print(json.dumps(out))
+"""
+
+
+def test_same_seed_same_episode_across_processes_with_different_hash_seeds():
+    """Games that iterate over sets of strings would differ between processes: none of the adapted ones do."""
+    import json
+    import os
+
+    digests = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        proc = subprocess.run(
+            [sys.executable, "-c", _DIGESTS, *ADAPTED], capture_output=True, text=True, env=env, check=True
+        )
+        digests.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert digests[0] == digests[1]
+    assert len(digests[0]) == len(ADAPTED)
