@@ -18,7 +18,7 @@ def _names(registry: dict) -> str:
 
 
 def check_registry_values(cfg: DictConfig) -> None:
-    """Advantage estimator, policy loss and reward manager names exist in verl's registries.
+    """Trainer mode, advantage estimator, policy loss and reward manager names exist in verl's registries.
 
     Runs after ``turngym.import_modules`` are imported; turngym's own registrations come in through
     ``trainer.turn_credit``, which the task runner module imports in the trainer process as well.
@@ -29,6 +29,12 @@ def check_registry_values(cfg: DictConfig) -> None:
 
     import trainer.turn_credit  # noqa: F401 - registers turngym's estimators, as trainer.task_runner does
 
+    mode = OmegaConf.select(cfg, "trainer.v1.trainer_mode", default="sync")
+    if mode != "sync":
+        raise ConfigError(
+            f"trainer.v1.trainer_mode={mode!r}: turngym's trainer (progress, metrics, curriculum, turn credit) "
+            "extends verl's synchronous trainer; leave it at 'sync'"
+        )
     estimator = str(cfg.algorithm.adv_estimator)
     if estimator not in ADV_ESTIMATOR_REGISTRY:
         raise ConfigError(

@@ -1,17 +1,28 @@
 """The Ray task that runs verl's v1 synchronous PPO trainer, with turngym's per-step reporting.
 
-``TurngymTaskRunner.run`` mirrors verl's ``TaskRunnerV1.run`` (``verl/trainer/main_ppo.py``); the
-trainer is verl's ``PPOTrainerSync`` (``trainer.v1.trainer_mode=sync``, the default of
-``main_ppo`` in 0.9.1) with these additions: a success rate and the assistant turns per episode
-computed from the episodes, a progress line and a JSONL record per step, and the JSONL trimmed on
-resume so no step repeats.
+``TurngymTaskRunner`` is verl's own ``TaskRunnerV1`` (``verl/trainer/main_ppo.py``: TransferQueue
+set-up and tear-down, ``agent_loop_manager_class``, tracking), not a copy of it: it only puts
+``TurngymTrainer`` in verl's trainer registry (``trainer.v1.trainer_mode=sync``, the default of
+``main_ppo`` in 0.9.1) inside its own Ray actor. verl compares ``trainer_mode`` with ``"sync"`` in
+several places, so turngym's trainer is registered under that name rather than a new one.
+
+``TurngymTrainer`` is verl's ``PPOTrainerSync`` with these additions: a success rate and the
+assistant turns per episode computed from the episodes, a progress line and a JSONL record per step,
+and the JSONL trimmed on resume so no step repeats. verl has no public hook that sees a step's or a
+validation's metrics, so it overrides private methods; ``check_verl_extension_points`` (run when this
+module is imported, in the driver before Ray starts and in every actor) fails loudly if verl renamed
+or reshaped any of them.
 """
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import ray
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
+from verl.trainer.main_ppo import TaskRunnerV1
+from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from trainer.curriculum import CurriculumTrainerMixin
@@ -69,20 +80,12 @@ class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainer
         """Success rate and mean assistant turns of the batch's real (non-padding) episodes."""
         import transfer_queue as tq
 
-        try:
-            data = tq.kv_batch_get(
-                keys=batch.keys, partition_id=batch.partition_id, select_fields=["rm_scores"]
-            )
-            scores = np.array([float(t.sum()) for t in data["rm_scores"].unbind(0)])
-        except Exception:  # noqa: BLE001 - a metric must never stop training
+        data = batch_field(tq, batch, "rm_scores")
+        if data is None:  # no per-token rewards in this batch: nothing to count successes from
             return {}
-        try:
-            extra = tq.kv_batch_get(
-                keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
-            )
-            extra_fields = list(extra.pop("extra_fields").tolist())
-        except Exception:  # noqa: BLE001 - older rollouts write no extra_fields
-            extra_fields = [None] * len(scores)
+        scores = np.array([float(t.sum()) for t in data.unbind(0)])
+        extra = batch_field(tq, batch, "extra_fields")
+        extra_fields = list(extra.tolist()) if extra is not None else [None] * len(scores)
         padding = np.array([bool(tag.get("is_padding", False)) for tag in batch.tags])
         success = episode_successes(extra_fields, scores, self.success_threshold)
         if padding.any() and not padding.all():
@@ -103,38 +106,96 @@ class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainer
         print(f"[turngym] {progress_line(global_steps, self.total_training_steps, metrics)}", flush=True)
 
 
+def batch_field(tq, batch, name: str):
+    """One field of a TransferQueue batch, or None when the batch's samples have no such field.
+
+    TransferQueue leaves a field the samples lack out of the result (``BatchMeta.select_fields``), so
+    reading it raises KeyError; that is the only failure treated as "no data". Anything else (the
+    queue unreachable, keys gone) is a real error and stops the run with verl's own message.
+    """
+    data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=[name])
+    try:
+        return data.pop(name)  # a tensor, or a NonTensorStack (`.tolist()`) for per-sample objects
+    except KeyError:
+        return None
+
+
+# The private PPOTrainer methods turngym's trainer classes override (TurngymTrainer and its mixins).
+VERL_PRIVATE_OVERRIDES = (
+    "_build_replay_buffer",
+    "_validate",
+    "_compute_metrics",
+    "_compute_advantage",
+    "_next_train_batch",
+    "_save_checkpoint",
+    "_load_checkpoint",
+)
+
+
+class VerlIncompatibleError(RuntimeError):
+    """The installed verl lacks (or has reshaped) something turngym's trainer plugs into."""
+
+
+def _parameters(function) -> list[str]:
+    return [p.name for p in inspect.signature(function).parameters.values() if p.kind is not p.VAR_KEYWORD]
+
+
+def check_verl_extension_points(
+    base: type = PPOTrainerSync, ours: type | None = None, runner: type | None = None
+) -> None:
+    """Raise VerlIncompatibleError unless every verl method and registry turngym relies on is there.
+
+    Each private method in ``VERL_PRIVATE_OVERRIDES`` must exist on verl's trainer with the same
+    parameters as turngym's override (else the override would silently never run, or break a call);
+    verl's task runner must still pick its trainer from ``TRAINER_REGISTRY`` by ``trainer_mode``.
+    """
+    ours = TurngymTrainer if ours is None else ours
+    runner = TaskRunnerV1.__ray_actor_class__ if runner is None else runner
+    problems = []
+    for name in VERL_PRIVATE_OVERRIDES:
+        theirs = getattr(base, name, None)
+        if not callable(theirs):
+            problems.append(f"{base.__name__}.{name} is missing")
+            continue
+        if _parameters(theirs) != _parameters(getattr(ours, name)):
+            problems.append(
+                f"{base.__name__}.{name}{inspect.signature(theirs)} no longer matches turngym's override "
+                f"{name}{inspect.signature(getattr(ours, name))}"
+            )
+    for name in ("run", "init_agent_loop_manager"):
+        if not callable(getattr(runner, name, None)):
+            problems.append(f"verl's TaskRunnerV1.{name} is missing")
+    if TRAINER_REGISTRY.get("sync") is None:
+        problems.append("verl's TRAINER_REGISTRY has no 'sync' trainer")
+    if problems:
+        from trainer.verl_version import SUPPORTED_VERL, installed_verl_version
+
+        raise VerlIncompatibleError(
+            f"verl {installed_verl_version()} does not offer what turngym's trainer plugs into "
+            f"(written for verl {SUPPORTED_VERL}): " + "; ".join(problems)
+        )
+
+
 @ray.remote
-class TurngymTaskRunner:
-    """Runs one training job inside Ray (as verl's TaskRunnerV1 does) with ``TurngymTrainer``."""
+class TurngymTaskRunner(TaskRunnerV1.__ray_actor_class__):
+    """verl's TaskRunnerV1, training with ``TurngymTrainer`` as the ``sync`` trainer of this actor."""
 
     def run(self, config: DictConfig) -> int:
-        """Train; return the last global step reached."""
-        import transfer_queue as tq
-        from verl.trainer.ppo.v1 import AgentLoopManagerTQ
-        from verl.utils.logging_utils import configure_verl_logging
-
-        configure_verl_logging()
-        config.transfer_queue.enable = True
-        OmegaConf.resolve(config)
-        tq.init(config.transfer_queue)
-        trainer = None
-        succeeded = False
-        try:
-            trainer = TurngymTrainer(config=config)
-            trainer.init()
-            manager = AgentLoopManagerTQ.create(
-                config=config,
-                llm_client=trainer.get_llm_client(),
-                teacher_client=trainer.get_teacher_client(),
-                reward_loop_worker_handles=trainer.get_reward_handles(),
+        """Train with verl's own task runner; return the last global step reached."""
+        check_verl_extension_points()
+        mode = str(config.trainer.v1.trainer_mode)
+        if mode != "sync":  # also refused before Ray starts (trainer.registry_checks)
+            raise ValueError(
+                f"turngym's trainer extends verl's sync trainer; trainer.v1.trainer_mode={mode!r}"
             )
-            trainer.fit(manager)
-            succeeded = True
-            return int(trainer.global_steps)
-        finally:
-            try:
-                tracking = getattr(trainer, "logger", None)
-                if tracking is not None:
-                    tracking.finish(exit_code=0 if succeeded else 1)
-            finally:
-                tq.close()
+        # Only in this actor's process, which runs this one job: verl's registry refuses re-registration.
+        # Reached through the module, never a global of this class's methods: Ray pickles an actor
+        # class by value, and a global dict would travel as a copy that verl never reads.
+        from verl.trainer.ppo.v1 import trainer_base
+
+        trainer_base.TRAINER_REGISTRY[mode] = TurngymTrainer
+        super().run(config)
+        return int(self.trainer.global_steps)
+
+
+check_verl_extension_points()
