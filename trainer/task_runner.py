@@ -85,7 +85,12 @@ class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainer
             return {}
         scores = np.array([float(t.sum()) for t in data.unbind(0)])
         extra = batch_field(tq, batch, "extra_fields")
-        extra_fields = list(extra.tolist()) if extra is not None else [None] * len(scores)
+        # a NonTensorStack (`.tolist()`) or TransferQueue's plain list type, depending on the backend
+        extra_fields = (
+            (list(extra.tolist()) if hasattr(extra, "tolist") else list(extra))
+            if extra is not None
+            else [None] * len(scores)
+        )
         padding = np.array([bool(tag.get("is_padding", False)) for tag in batch.tags])
         success = episode_successes(extra_fields, scores, self.success_threshold)
         if padding.any() and not padding.all():

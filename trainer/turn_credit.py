@@ -264,9 +264,10 @@ class TurnAnchorsTrainerMixin:
         data = tq.kv_batch_get(
             keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
         )
-        anchors = [
-            list((extra or {}).get("turn_anchors") or []) for extra in data.pop("extra_fields").tolist()
-        ]
+        fields = data.pop("extra_fields")
+        # a NonTensorStack (`.tolist()`) or TransferQueue's plain list type, depending on the backend
+        fields = fields.tolist() if hasattr(fields, "tolist") else list(fields)
+        anchors = [list((extra or {}).get("turn_anchors") or []) for extra in fields]
         stats: dict[str, float] = {}
         token, stats_token = _TURN_ANCHORS.set(anchors), _STEP_STATS.set(stats)
         try:
