@@ -28,6 +28,7 @@ class Game:
     kwargs: dict[str, Any] = field(default_factory=dict)
     players: int | None = None
     excluded: str | None = None
+    numpy_global: bool = False  # draws from numpy's global generator (its state is swapped per episode too)
 
     @property
     def env_id(self) -> str:

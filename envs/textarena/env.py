@@ -35,8 +35,8 @@ class TextArenaEnv(TextEnv):
     random move among those the game shows) or a callable taking the opponent's chat messages and
     returning its move (e.g. a model behind a rollout engine). The reward is TextArena's own, paid on
     the step that ends the game. A move the game refuses is a format error; the episode goes on.
-    The seed fixes the episode: TextArena's global `random`/`numpy.random` draws run on episode-owned
-    states (`EpisodeRandom`), the opponent draws from the env's generator.
+    The seed fixes the episode: TextArena's `random` (and, where a game uses it, global `numpy.random`)
+    draws run on an episode-owned generator (`EpisodeRandom`), the opponent draws from the env's.
     """
 
     reset_options: dict[str, Any] = {}
@@ -67,7 +67,7 @@ class TextArenaEnv(TextEnv):
     # ----- episode ---------------------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]):
         ta_seed = int(self.np_random.integers(0, 2**31 - 1))
-        self._random = EpisodeRandom(ta_seed)
+        self._random = EpisodeRandom(ta_seed, numpy_global=self.game.numpy_global)
         env_class = _load(self.game.entry_point)
         with self._random, _quiet():
             self._ta = env_class(**self.game.kwargs)

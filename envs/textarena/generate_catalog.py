@@ -27,6 +27,7 @@ from envs.textarena.exclusions import KNOWN_FAILURES
 
 _PLAYERS_HEADER = re.compile(r"^#+\s*(?P<name>.*?)\s*[\[(](?P<n>\d+)\s*Player", re.IGNORECASE)
 _REGISTERED_ID = re.compile(r"register(?:_with_versions)?\(\s*id\s*=\s*\"(?P<id>[^\"]+)\"")
+_GLOBAL_NUMPY_RANDOM = re.compile(r"\b(?:np|numpy)\.random\.(?!default_rng|RandomState|Generator)\w+\(")
 _SOURCE_PROBLEMS = (
     ("nltk.download", "downloads nltk data (nltk.download) when imported"),
     ("word_lists", "needs nltk's word corpus (a run-time download)"),
@@ -50,34 +51,51 @@ def players_by_id(registration_source: str) -> dict[str, int]:
     return players
 
 
-def source_problem(module: str) -> str | None:
-    """Why the module cannot be used here, found from its source (and its game's modules it imports)."""
+def game_files(module: str) -> list[Path] | None:
+    """The source files of the game's own modules the env imports (not offline tools such as data
+    generators), the env's module first; None when the module is not in the wheel."""
     package, _, main = module.rpartition(".")
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        return f"module {module} is not in the TextArena wheel"
+        return None
     folder = Path(next(iter(spec.submodule_search_locations)))
-    pending, seen = [main], set()
-    while pending:  # the game's own modules the env imports (not offline tools such as data generators)
+    pending, seen, files = [main], set(), []
+    while pending:
         name = pending.pop()
         path = folder.joinpath(*name.split(".")).with_suffix(".py")
         if name in seen or not path.exists():
             if name == main:
-                return f"module {module} is not in the TextArena wheel"
+                return None
             continue
         seen.add(name)
+        files.append(path)
+        text = path.read_text(errors="replace")
+        pending += re.findall(rf"{re.escape(package)}\.([\w.]+)\s+import", text)
+        pending += re.findall(r"from\s+\.([\w.]+)\s+import", text)
+    return files
+
+
+def source_problem(module: str) -> str | None:
+    """Why the module cannot be used here, found from its source (and its game's modules it imports)."""
+    files = game_files(module)
+    if files is None:
+        return f"module {module} is not in the TextArena wheel"
+    for path in files:
         text = path.read_text(errors="replace")
         try:
             compile(text, str(path), "exec")
         except SyntaxError as e:
-            where = f"{Path(package.replace('.', '/')).name}/{path.relative_to(folder)}"
+            where = f"{path.parent.name}/{path.name}"
             return f"{where} does not compile on Python {sys.version_info.major}.{sys.version_info.minor}: {e.msg}"
         for needle, why in _SOURCE_PROBLEMS:
             if needle in text:
                 return why
-        pending += re.findall(rf"{re.escape(package)}\.([\w.]+)\s+import", text)
-        pending += re.findall(r"from\s+\.([\w.]+)\s+import", text)
     return None
+
+
+def uses_global_numpy_random(module: str) -> bool:
+    """Whether the game draws from numpy's global generator (`np.random.randint(...)`)."""
+    return any(_GLOBAL_NUMPY_RANDOM.search(p.read_text(errors="replace")) for p in game_files(module) or [])
 
 
 def probe(entry_point: str, kwargs: dict[str, Any], players: int) -> str | None:
@@ -118,6 +136,7 @@ def build_rows() -> list[dict[str, Any]]:
             "kwargs": kwargs,
             "players": players.get(ta_id),
             "excluded": None,
+            "numpy_global": False,
         }
         module = entry_point.partition(":")[0]
         if len(kwargs) != len(spec.kwargs):
@@ -136,6 +155,7 @@ def build_rows() -> list[dict[str, Any]]:
                 or probe(entry_point, kwargs, row["players"])
                 or KNOWN_FAILURES.get(ta_id)
             )
+            row["numpy_global"] = uses_global_numpy_random(module)
         rows.append(row)
     return rows
 

@@ -218,3 +218,20 @@ def test_same_seed_same_episode_across_processes_with_different_hash_seeds():
         digests.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert digests[0] == digests[1]
     assert len(digests[0]) == len(ADAPTED)
+
+
+def test_episode_random_owns_its_draws_and_restores_the_modules():
+    from envs.textarena.episode_random import EpisodeRandom
+
+    functions, state, np_state = random.randint, random.getstate(), np.random.get_state()[1].tolist()
+
+    def draws(episode):
+        with episode:
+            return [random.randint(0, 10**9) for _ in range(3)], int(np.random.randint(10**9))
+
+    first, second = EpisodeRandom(5, numpy_global=True), EpisodeRandom(5, numpy_global=True)
+    a = draws(first)
+    random.random()  # other code drawing in between changes nothing for the episode
+    assert draws(second) == a and draws(first) == draws(second) != a
+    assert random.randint is functions and random.getstate() != state  # ours drew once, outside
+    assert np.random.get_state()[1].tolist() == np_state
