@@ -235,3 +235,43 @@ def test_episode_random_owns_its_draws_and_restores_the_modules():
     assert draws(second) == a and draws(first) == draws(second) != a
     assert random.randint is functions and random.getstate() != state  # ours drew once, outside
     assert np.random.get_state()[1].tolist() == np_state
+
+
+def test_a_served_textarena_game_plays_exactly_like_the_local_one():
+    import socket
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envs", "serve", "--port", str(port)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        for env_id in ("textarena-tic-tac-toe-v0", "textarena-sudoku-very-easy-v0"):
+            local, remote = envs.make(env_id), envs.make(env_id, remote=url)
+            assert remote.reset(seed=4) == local.reset(seed=4)
+            for action in ("[4]", "junk", "", "[0]", "[8]", "[1 1 1]", "[2]", "[6]"):
+                assert remote.step(action) == local.step(action), action
+            remote.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
