@@ -14,9 +14,9 @@ from envs.text_env import TextEnv
 from envs.textarena.action_formats import action_format
 from envs.textarena.catalog import Game, game
 from envs.textarena.episode_random import EpisodeRandom
+from envs.textarena.exclusions import NO_RANDOM_OPENING
 from envs.textarena.opponent import Opponent, resolve_opponent
 
-AGENT = 0  # the agent plays TextArena's player 0; the opponent, in two-player games, player 1
 # TextArena ends a game after `error_allowance` invalid moves in a row. Here an invalid move is a format
 # error (penalised by ActionFormat, the game's reason shown) and the turn limit bounds the episode.
 _NO_ALLOWANCE_LIMIT = 1 << 30
@@ -31,7 +31,8 @@ class TextArenaEnv(TextEnv):
 
     `reset` returns a system message (the game and its action format) and the game's opening as a user
     message; each `step` passes the reply to the game and returns what the game said since, as one user
-    message. In two-player games the agent is player 0 and `opponent` plays player 1: "random" (a seeded
+    message. In two-player games the agent is player `seat` (0, TextArena's first player, by default) and
+    `opponent` plays the other: "random" (a seeded
     random move among those the game shows) or a callable taking the opponent's chat messages and
     returning its move (e.g. a model behind a rollout engine). The reward is TextArena's own, paid on
     the step that ends the game. A move the game refuses is a format error; the episode goes on.
@@ -46,6 +47,7 @@ class TextArenaEnv(TextEnv):
         *,
         game_id: str,
         opponent: str | Opponent = "random",
+        seat: int = 0,
         tools=None,
         render_mode: str | None = None,
     ):
@@ -55,6 +57,16 @@ class TextArenaEnv(TextEnv):
             raise ValueError(
                 f"TextArena {game_id!r} needs {self.game.players} players; only 1 or 2 are adapted"
             )
+        if seat not in range(self.game.players) or isinstance(seat, bool):
+            raise ValueError(
+                f"seat must be one of {list(range(self.game.players))} for {game_id!r}, got {seat!r}"
+            )
+        self.seat = seat
+        if seat != 0 and opponent == "random" and game_id in NO_RANDOM_OPENING:
+            raise ValueError(
+                f"in TextArena {game_id!r} the random opponent finds no opening move; "
+                "play seat=0 or pass a callable opponent"
+            )
         if not (callable(opponent) or opponent == "random"):
             resolve_opponent(opponent, None)  # raises the error naming the valid choices
         self.opponent = opponent
@@ -63,6 +75,7 @@ class TextArenaEnv(TextEnv):
         self._random: EpisodeRandom | None = None
         self._opponent: Opponent | None = None
         self._opponent_messages: list[Message] = []
+        self._ended_before_start: StepResult | None = None
 
     # ----- episode ---------------------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]):
@@ -80,9 +93,9 @@ class TextArenaEnv(TextEnv):
                 ended = self._opponent_turns()
             opening = self._agent_view()
         messages = [system(self._system_prompt()), user(opening or "(The game has started.)")]
-        info = {"textarena_id": self.game.ta_id, "players": self.game.players}
-        if ended is not None:  # the game ended before the agent's first move (rare; an opponent stuck)
-            messages.extend(ended.messages)
+        info = {"textarena_id": self.game.ta_id, "players": self.game.players, "seat": self.seat}
+        # The opponent, moving first, found no valid move: the first step ends the episode (reset cannot).
+        self._ended_before_start = ended
         return messages, info
 
     def _system_prompt(self) -> str:
@@ -92,6 +105,8 @@ class TextArenaEnv(TextEnv):
         )
 
     def _respond(self, turn: AssistantTurn) -> StepResult:
+        if self._ended_before_start is not None:
+            return self._ended_before_start
         text = turn.content
         if not text.strip():
             return self._format_error("the reply is empty")
@@ -104,7 +119,7 @@ class TextArenaEnv(TextEnv):
                 return self._format_error(
                     f"the game could not process this reply ({type(e).__name__}: {str(e)[:200]})"
                 )
-            if not done and state.current_player_id == AGENT and getattr(state, "error_count", 0) > 0:
+            if not done and state.current_player_id == self.seat and getattr(state, "error_count", 0) > 0:
                 said = self._agent_view()
                 result = StepResult([user(said or "That move is not valid here.")])
                 result.info["format_error"] = f"invalid move: {_reason(said)}"
@@ -121,8 +136,8 @@ class TextArenaEnv(TextEnv):
 
     def _game_over(self, said: str) -> StepResult:
         rewards, game_info = self._ta.close()
-        reward = float((rewards or {}).get(AGENT, 0.0))
-        reason = str((game_info or {}).get(AGENT, {}).get("reason", "") or "")
+        reward = float((rewards or {}).get(self.seat, 0.0))
+        reason = str((game_info or {}).get(self.seat, {}).get("reason", "") or "")
         text = "\n\n".join(
             p for p in (said, f"Game over. {reason}".strip(), f"Your reward: {reward:g}.") if p
         )
@@ -137,22 +152,24 @@ class TextArenaEnv(TextEnv):
     def _opponent_turns(self) -> StepResult | None:
         """Let the opponent move until it is the agent's turn or the game is over; None unless it got stuck."""
         state = self._ta.state
-        while not state.done and state.current_player_id != AGENT:
+        while not state.done and state.current_player_id != self.seat:
             start = len(self._opponent_messages)
             for _ in range(OPPONENT_ATTEMPTS):
                 self._opponent_messages.append(user(self._view(state.current_player_id) or "(Your move.)"))
                 move = self._opponent(list(self._opponent_messages))
                 self._opponent_messages.append({"role": "assistant", "content": str(move)})
                 mover = state.current_player_id
-                shown = len(state.observations[AGENT])
+                shown = len(state.observations[self.seat])
                 try:
                     self._ta.step(str(move))
                 except Exception:
-                    del state.observations[AGENT][shown:]
+                    del state.observations[self.seat][shown:]
                     continue
                 if state.done or state.current_player_id != mover or getattr(state, "error_count", 0) == 0:
                     break
-                del state.observations[AGENT][shown:]  # the agent does not see the opponent's refused tries
+                del state.observations[self.seat][
+                    shown:
+                ]  # the agent does not see the opponent's refused tries
             else:
                 said = self._agent_view()
                 note = f"The opponent found no valid move in {OPPONENT_ATTEMPTS} tries; the game stops here."
@@ -165,7 +182,7 @@ class TextArenaEnv(TextEnv):
 
     # ----- observations ------------------------------------------------------------------------------
     def _agent_view(self) -> str:
-        return self._view(AGENT)
+        return self._view(self.seat)
 
     def _view(self, player: int) -> str:
         """What the game told `player` since it last looked, as text (its own moves left out)."""

@@ -52,3 +52,24 @@ KNOWN_FAILURES: dict[str, str] = {
     "ColonelBlotto-v0-extreme": _STUCK,
     "QuantumTicTacToe-v0": _STUCK,
 }
+
+#: Two-player games whose random opponent, moving first (`seat=1`), finds no opening move in 200 tries (a
+#: format example with placeholders, e.g. `[attack M O]`, and no move list): `seat=1` with the random
+#: opponent is refused at `make` for these; a callable opponent may open.
+NO_RANDOM_OPENING: frozenset[str] = frozenset(
+    {
+        "Briscola-v0",
+        "Chopsticks-v0",
+        "Chopsticks-v0-medium",
+        "Chopsticks-v0-long",
+        "ColonelBlotto-v0-small",
+        "ColonelBlotto-v0",
+        "ColonelBlotto-v0-large",
+        "GermanWhist-v0",
+        "Tak-v0",
+        "Tak-v0-medium",
+        "Tak-v0-hard",
+        "TwoDollar-v0",
+        "NewRecruit-v0",
+    }
+)

@@ -14,6 +14,7 @@ from gymnasium.utils.env_checker import check_env
 
 import envs
 from envs.textarena import adapted_games, all_games, game, turngym_id
+from envs.textarena.exclusions import NO_RANDOM_OPENING
 from envs.textarena.opponent import RandomOpponent
 
 ADAPTED = [g.env_id for g in adapted_games()]
@@ -275,3 +276,33 @@ def test_a_served_textarena_game_plays_exactly_like_the_local_one():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_the_agent_can_take_the_second_seat():
+    env = envs.make("textarena-tic-tac-toe-v0", seat=1)
+    messages, info = env.reset(seed=2)
+    assert info["seat"] == 1 and "[Opponent]" in messages[-1]["content"]  # the opponent opened
+    free = next(f"[{i}]" for i in range(9) if f"'[{i}]'" in messages[-1]["content"])
+    messages, reward, terminated, truncated, info = env.step(free)
+    assert info["format_error"] is None and messages
+    for bad in (2, "1", True):
+        with pytest.raises(ValueError, match="seat must be one of"):
+            envs.make("textarena-tic-tac-toe-v0", seat=bad)
+    with pytest.raises(ValueError, match=r"seat must be one of \[0\]"):
+        envs.make("textarena-sudoku-v0", seat=1)
+
+
+@pytest.mark.parametrize("env_id", [g.env_id for g in adapted_games() if g.players == 2])
+def test_second_seat_same_seed_same_episode_and_bad_replies_kept(env_id):
+    if envs.spec(env_id).kwargs["game_id"] in NO_RANDOM_OPENING:
+        with pytest.raises(ValueError, match="finds no opening move"):
+            envs.make(env_id, seat=1)
+        envs.make(env_id, seat=1, opponent=lambda messages: "[0]")  # a callable opponent may open
+        return
+    a = _policy_moves(envs.make(env_id, seat=1, max_turns=10_000), seed=5, steps=STEPS)
+    env = envs.make(env_id, seat=1, max_turns=10_000)
+    assert _policy_moves(env, seed=5, steps=STEPS) == a
+    env.reset(seed=1)
+    for action in BAD_ACTIONS[:8]:
+        messages, reward, terminated, truncated, info = env.step(action)
+        assert messages and not terminated and not truncated, (str(action)[:40], messages)
