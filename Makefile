@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 train: install
-	$(BIN)/python -m trainer.run env=text-game
+	$(BIN)/python -m trainer.run env=guess-number
 
 experts: install
 	$(BIN)/python -m envs experts

@@ -1,4 +1,4 @@
-"""Does the default CPU run learn? Runs `python -m trainer.run env=text-game` and prints its curve.
+"""Does the default CPU run learn? Runs what `make train` runs (read from the Makefile) and prints its curve.
 
     python bench/learning.py                       # the default run (what `make train` runs)
     python bench/learning.py --out /tmp/l -- trainer.total_training_steps=8   # a stated smaller run
@@ -170,9 +170,24 @@ def _tree_cpu_seconds(root: int, seen: dict[int, float]) -> None:
         stack.extend(children.get(pid, []))
 
 
+def make_train_arguments() -> list[str]:
+    """The trainer arguments of the Makefile's `train` target, so this bench runs exactly `make train`."""
+    for line in (REPO / "Makefile").read_text().splitlines():
+        if "-m trainer.run" in line and line.startswith("\t"):
+            return line.split("-m trainer.run", 1)[1].split()
+    raise SystemExit("bench/learning.py: no `python -m trainer.run` line in the Makefile's train target")
+
+
 def run(out: Path, overrides: list[str]) -> tuple[int, float, float, tuple, tuple]:
     """Run the trainer; return (exit code, wall s, CPU s of the process tree, load before, load after)."""
-    command = [sys.executable, "-m", "trainer.run", "env=text-game", f"turngym.output_dir={out}", *overrides]
+    command = [
+        sys.executable,
+        "-m",
+        "trainer.run",
+        *make_train_arguments(),
+        f"turngym.output_dir={out}",
+        *overrides,
+    ]
     print("running:", " ".join(command), flush=True)
     load_before = os.getloadavg()
     start = time.time()

@@ -24,9 +24,9 @@ _DEFAULT_ROOT = Path(os.environ.get("TURNGYM_CACHE", Path.home() / ".cache" / "t
 _DONE_MARKER = "turngym_embedded.json"
 
 MODEL_CONFIG = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 4,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
     "max_position_embeddings": 8192,
