@@ -72,7 +72,14 @@ def test_model_shortcut():
         (["actor_rollout_ref.actor.no_such_key=1"], "no_such_key"),
         (["trainer.device=tpu"], "auto, cpu, cuda"),
         (["notakeyvalue"], "key=value"),
-        (["trainer.device=cpu", 'turngym.warm_start.overrides=["optim.no_such_key=1"]'], "no_such_key"),
+        (
+            [
+                "trainer.device=cpu",
+                "turngym.warm_start.engine=verl",
+                'turngym.warm_start.overrides=["optim.no_such_key=1"]',
+            ],
+            "no_such_key",
+        ),
         (["trainer.device=cpu", "turngym.warm_start.episodes=4"], "batch_size (16)"),
         (["trainer.total_training_step=2"], "did you mean trainer.total_training_steps?"),
         (["+trainer.total_training_step=2"], "did you mean trainer.total_training_steps?"),
@@ -89,7 +96,12 @@ def test_warm_start_overrides_reach_verls_sft_config():
     from trainer.warm_start import sft_config
 
     cfg = compose_config(
-        ["env=text-game", "trainer.device=cpu", 'turngym.warm_start.overrides=["optim.lr_warmup_steps=3"]']
+        [
+            "env=text-game",
+            "trainer.device=cpu",
+            "turngym.warm_start.engine=verl",
+            'turngym.warm_start.overrides=["optim.lr_warmup_steps=3"]',
+        ]
     )
     assert list(cfg.turngym.warm_start.overrides) == ["optim.lr_warmup_steps=3"]
     ws = cfg.turngym.warm_start
