@@ -34,6 +34,7 @@ from trainer.progress import (
     episode_turns,
     progress_line,
 )
+from trainer.sample_objects import sample_objects
 from trainer.turn_credit import TurnAnchorsTrainerMixin  # also registers turngym's estimators in verl
 
 
@@ -85,12 +86,7 @@ class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainer
             return {}
         scores = np.array([float(t.sum()) for t in data.unbind(0)])
         extra = batch_field(tq, batch, "extra_fields")
-        # a NonTensorStack (`.tolist()`) or TransferQueue's plain list type, depending on the backend
-        extra_fields = (
-            (list(extra.tolist()) if hasattr(extra, "tolist") else list(extra))
-            if extra is not None
-            else [None] * len(scores)
-        )
+        extra_fields = sample_objects(extra) if extra is not None else [None] * len(scores)
         padding = np.array([bool(tag.get("is_padding", False)) for tag in batch.tags])
         success = episode_successes(extra_fields, scores, self.success_threshold)
         if padding.any() and not padding.all():

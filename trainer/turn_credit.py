@@ -32,6 +32,8 @@ import numpy as np
 import torch
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
 
+from trainer.sample_objects import sample_objects
+
 TURN_GRPO = "turn_grpo"
 EPSILON = 1e-6  # as verl's GRPO: a group whose returns are all equal gets advantage 0, not NaN
 
@@ -264,10 +266,10 @@ class TurnAnchorsTrainerMixin:
         data = tq.kv_batch_get(
             keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
         )
-        fields = data.pop("extra_fields")
-        # a NonTensorStack (`.tolist()`) or TransferQueue's plain list type, depending on the backend
-        fields = fields.tolist() if hasattr(fields, "tolist") else list(fields)
-        anchors = [list((extra or {}).get("turn_anchors") or []) for extra in fields]
+        anchors = [
+            list((extra or {}).get("turn_anchors") or [])
+            for extra in sample_objects(data.pop("extra_fields"))
+        ]
         stats: dict[str, float] = {}
         token, stats_token = _TURN_ANCHORS.set(anchors), _STEP_STATS.set(stats)
         try:
