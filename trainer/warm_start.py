@@ -231,6 +231,7 @@ def warm_start(
 ) -> dict[str, Any]:
     """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
     from trainer.expert_demos import write_demonstrations
+    from trainer.sft_loop import run_sft_loop, sft_steps
 
     out_dir = Path(out_dir)
     marker = out_dir / DONE_MARKER
@@ -242,8 +243,6 @@ def warm_start(
         raise ValueError(f"warm start: episodes ({episodes}) must be at least batch_size ({batch_size})")
     demos = write_demonstrations(entries, out_dir / "demos.parquet", episodes, seed)
     if engine == "torch":
-        from trainer.sft_loop import run_sft_loop
-
         losses = run_sft_loop(
             base_model,
             out_dir / "demos.parquet",
@@ -272,8 +271,8 @@ def warm_start(
     config_file = out_dir / "sft_config.yaml"
     OmegaConf.save(config, config_file)
     log_file = out_dir / "sft.log"
-    # verl's sampler drops the last partial batch
-    total_steps = config.trainer.total_training_steps or epochs * (episodes // batch_size)
+    # verl's sampler drops the last partial batch, as the torch loop does
+    total_steps = config.trainer.total_training_steps or sft_steps(episodes, batch_size, epochs)
     losses = _run_worker(config_file, device, log_file, total_steps)
 
     model_dir = assemble_model(Path(base_model), _hf_model_dir(out_dir / "checkpoints"), out_dir / "model")
