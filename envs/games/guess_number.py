@@ -34,6 +34,18 @@ class GuessNumberEnv(TextGame[int]):
     action_tool_description = "Guess the hidden number."
     action_help = "Reply with your guess: one whole number."
 
+    def __init__(self, *, reveal_range: bool = False, ruled_out_penalty: float = 0.0, **kwargs: Any):
+        # With reveal_range each answer also states the range the feedback has narrowed the number to,
+        # so a good next guess depends on the last message alone, not on remembering every answer.
+        self.reveal_range = bool(reveal_range)
+        # A per-turn reward for using the feedback: a guess the answers so far have already ruled out
+        # (outside known_low..known_high, a repeat included) costs this much on its own turn. It can
+        # only take reward away, so no policy earns more from it than by winning.
+        if not ruled_out_penalty >= 0:
+            raise ValueError(f"ruled_out_penalty must be >= 0, got {ruled_out_penalty!r}")
+        self.ruled_out_penalty = float(ruled_out_penalty)
+        super().__init__(**kwargs)
+
     def _start(self, params: dict[str, Any]):
         self.low, self.high = params["low"], params["high"]
         self.max_guesses = params["max_guesses"]
@@ -99,6 +111,7 @@ class GuessNumberEnv(TextGame[int]):
         """Compare the guess with the secret and answer higher, lower or correct."""
         self.guesses.append(action)
         n = len(self.guesses)
+        wasted = -self.ruled_out_penalty if not self.known_low <= action <= self.known_high else 0.0
         if action == self.secret:
             self.won = True
             reward = max(0.5, 1.0 - 0.1 * max(0, n - self.optimal_guesses))
@@ -120,11 +133,14 @@ class GuessNumberEnv(TextGame[int]):
             reward = 0.25 * (1.0 - closest / (self.high - self.low))
             return StepResult(
                 [user(f"No guesses left. The number was {self.secret}.")],
-                reward,
+                reward + wasted,
                 terminated=True,
                 info={"success": False, "guesses": n},
             )
-        return StepResult([user(f"{action} is wrong. The number is {hint}. {left} guesses left.")])
+        answer = f"{action} is wrong. The number is {hint}."
+        if self.reveal_range:
+            answer += f" It is between {self.known_low} and {self.known_high}."
+        return StepResult([user(f"{answer} {left} guesses left.")], wasted)
 
     def expert_action(self) -> str:
         """Binary search on what the feedback has revealed."""
