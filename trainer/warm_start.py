@@ -219,17 +219,19 @@ def warm_start(
     base_model: str | Path,
     out_dir: str | Path,
     entries: list[dict],
-    episodes: int = 256,
-    epochs: int = 3,
-    lr: float = 3e-3,
-    batch_size: int = 16,
-    seed: int = 10_000,
-    device: str = "cpu",
-    max_length: int = 2048,
+    *,
+    episodes: int,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    device: str,
+    max_length: int,
+    engine: str,
     overrides: list[str] | tuple[str, ...] = (),
-    engine: str = "verl",
 ) -> dict[str, Any]:
     """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
+    # No defaults here: turngym.warm_start in trainer/config/turngym.yaml is the one place they live.
     from trainer.expert_demos import write_demonstrations
     from trainer.sft_loop import run_sft_loop, sft_steps
 
