@@ -31,6 +31,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from trainer.sft_loop import MIN_LR_RATIO, WEIGHT_DECAY, run_sft_loop, sft_steps
+
 DONE_MARKER = "turngym_warm_start.json"
 SFT_CONFIG_NAME = "sft_trainer_engine"
 DATASET_CLASS = ("pkg://trainer.expert_sft_dataset", "ExpertSFTDataset")
@@ -83,9 +85,9 @@ def sft_config(
         f"data.custom_cls.path={DATASET_CLASS[0]}",
         f"data.custom_cls.name={DATASET_CLASS[1]}",
         f"optim.lr={lr}",
-        "optim.weight_decay=0.0",
+        f"optim.weight_decay={WEIGHT_DECAY}",
         "optim.lr_scheduler_type=cosine",
-        "optim.min_lr_ratio=0.1",
+        f"optim.min_lr_ratio={MIN_LR_RATIO}",
         f"engine.seed={seed}",
         f"trainer.device={device}",
         f"trainer.total_epochs={epochs}",
@@ -233,7 +235,6 @@ def warm_start(
     """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
     # No defaults here: turngym.warm_start in trainer/config/turngym.yaml is the one place they live.
     from trainer.expert_demos import write_demonstrations
-    from trainer.sft_loop import run_sft_loop, sft_steps
 
     out_dir = Path(out_dir)
     marker = out_dir / DONE_MARKER
