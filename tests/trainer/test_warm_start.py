@@ -150,3 +150,31 @@ def test_warm_start_engine_is_checked_before_any_work():
                 'turngym.warm_start.overrides=["optim.lr_warmup_steps=5"]',
             ]
         )
+
+
+def test_losses_come_from_verls_file_logger_whole_lines_only(tmp_path):
+    import json
+
+    from trainer.warm_start import _logged_losses
+
+    path = tmp_path / "sft_metrics.jsonl"
+    assert _logged_losses(path, 0) == ([], 0)  # verl has not opened it yet
+    first = json.dumps({"step": 1, "data": {"train/loss": 2.5, "train/lr": 0.003}}) + "\n"
+    val = json.dumps({"step": 1, "data": {"val/loss": 2.0}}) + "\n"
+    second = json.dumps({"step": 2, "data": {"train/loss": 1.5}}) + "\n"
+    path.write_text(first + val + second[:10])
+    steps, offset = _logged_losses(path, 0)
+    assert steps == [(1, 2.5)] and offset == len(first + val)
+    path.write_text(first + val + second)
+    assert _logged_losses(path, offset) == ([(2, 1.5)], len(first + val + second))
+
+
+def test_the_verl_engine_always_logs_to_the_file_the_losses_come_from():
+    from trainer.warm_start import sft_config
+
+    args = ("model", Path("d.parquet"), Path("w"), "cpu", 1, 1e-3, 4, 0, 64)
+    assert list(sft_config(*args).trainer.logger) == ["console", "file"]
+    assert list(sft_config(*args, overrides=["trainer.logger=[console]"]).trainer.logger) == [
+        "console",
+        "file",
+    ]
