@@ -132,7 +132,6 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
         if set_format is None:
             raise TypeError(f"{id}: tool_call_format only applies to TextEnv-based envs")
         set_format(call_format)
-    env.unwrapped.spec = gymnasium.spec(env_spec.gym_id)
     penalty = env_spec.format_penalty if format_penalty is None else format_penalty
     turns = env_spec.max_turns if max_turns is None else max_turns
     if kwargs or turns != env_spec.max_turns or penalty != env_spec.format_penalty:
@@ -141,10 +140,37 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
             env_spec, kwargs={**env_spec.kwargs, **kwargs}, max_turns=turns, format_penalty=penalty
         )
     env.unwrapped.turngym_spec = env_spec
+    env.unwrapped.spec = gymnasium_spec(env_spec)
     env = ActionFormat(env, penalty=penalty)
     if turns is not None:
         env = MaxTurns(env, turns)
     return env
+
+
+def gymnasium_spec(made_from: EnvSpec | None) -> Any:
+    """Gymnasium's spec (`env.spec`) of an env made from `made_from`: its mirror `turngym/<id>`, with the
+    kwargs that make it the same way, so `gymnasium.make(env.spec)` agrees with `env.turngym_spec`.
+
+    One spec per env, turngym's; Gymnasium's is derived from it. The registered spec itself maps to
+    Gymnasium's registered one; None, or an id the local registry or Gymnasium does not know, gives None.
+    """
+    if made_from is None:
+        return None
+    try:
+        registered = gymnasium.spec(made_from.gym_id)
+        if made_from == spec(made_from.id):
+            return registered
+    except (gymnasium.error.Error, UnknownEnvError):
+        return None
+    return dataclasses.replace(
+        registered,
+        kwargs={
+            **registered.kwargs,
+            **made_from.kwargs,
+            "max_turns": made_from.max_turns,
+            "format_penalty": made_from.format_penalty,
+        },
+    )
 
 
 def _make_for_gymnasium(turngym_id: str, **kwargs: Any):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, TypeVar
 
+from interactions.engine import Engine
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply, Message
 from tools.run_sync import run_sync
 
@@ -24,8 +25,8 @@ class LLMUser(Interaction):
     swapped (the agent speaks as `user`, this participant as `assistant`), then its completion is the
     user's next message.
 
-    `engine`: any object with `async generate(request_id, *, prompt_ids, sampling_params)` returning
-    something with `token_ids` (and optionally `log_probs`, `stop_reason`). `tokenizer`: a Hugging Face
+    `engine`: an `Engine` (any object with `async generate(request_id, *, prompt_ids, sampling_params)`
+    returning something with `token_ids`, and optionally `log_probs`, `stop_reason`). `tokenizer`: a Hugging Face
     tokenizer with a chat template, or the path of one (loaded offline). `persona`/`goal` may also come
     per episode through `episode_info`. The user is done when it writes `done_marker` (that counts as
     success) or after `max_turns` replies. Tool messages are not shown to the user.
@@ -34,7 +35,7 @@ class LLMUser(Interaction):
     def __init__(
         self,
         *,
-        engine: Any,
+        engine: Engine,
         tokenizer: Any,
         persona: str = "A friendly customer.",
         goal: str = "Get a helpful answer to your question.",

@@ -1,13 +1,17 @@
 """The engine contract: `await engine.generate(request_id, prompt_ids=..., sampling_params=...)`.
 
 Any object with that coroutine qualifies (verl's server manager does). It returns something with
-`token_ids`, `log_probs` and `stop_reason` (verl's `TokenOutput` or `Generation` below).
+`token_ids`, `log_probs` and `stop_reason` (verl's `TokenOutput` or `Generation` below). `Engine`, the
+protocol, is defined in `interactions/engine.py` (LLMUser, below rollout, needs it too) and imported here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+# The contract itself sits in interactions, its lowest user (LLMUser); rollout's engines implement it.
+from interactions.engine import Engine as Engine
 
 
 @dataclass
@@ -22,17 +26,6 @@ class Generation:
     log_probs: list[float] | None = None
     stop_reason: str | None = None
     extra_fields: dict[str, Any] = field(default_factory=dict)
-
-
-@runtime_checkable
-class Engine(Protocol):
-    """Anything that turns prompt ids into generated ids with logprobs."""
-
-    async def generate(
-        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any]
-    ) -> Any:
-        """Generate a continuation of `prompt_ids`."""
-        ...
 
 
 class EngineError(RuntimeError):

@@ -47,6 +47,29 @@ class EpisodeFailed(Exception):
     """The episode cannot go on (engine kept failing, prompt too long, env raised)."""
 
 
+@dataclass
+class _Tally:
+    """Where one episode's wall time went (seconds per phase) and how often the engine was retried."""
+
+    generate_s: float = 0.0
+    env_s: float = 0.0
+    tokenize_s: float = 0.0
+    engine_retries: int = 0
+
+
+@dataclass
+class _Play:
+    """What one episode plays with once its prompt is known; the Trajectory is what it builds."""
+
+    env: Any
+    engine: Engine
+    fmt: ChatFormat
+    cfg: EpisodeConfig  # already narrowed to the engine's context (see `_within_context`)
+    sampling: dict[str, Any]  # the caller's sampling params, a copy: `_play` sets stop ids and max_tokens
+    request_id: str
+    tally: _Tally
+
+
 async def run_episode(
     env: Any,
     engine: Engine,
@@ -61,35 +84,43 @@ async def run_episode(
 ) -> Trajectory:
     """Play one episode of `env` with `engine`; never raises for engine/env trouble (see `failed`)."""
     cfg = config or EpisodeConfig()
-    rid = request_id or uuid.uuid4().hex
     t_start = time.perf_counter()
-    timing = {"generate_s": 0.0, "env_s": 0.0, "tokenize_s": 0.0}
+    tally = _Tally()
     traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed)
-    counters = {"engine_retries": 0}
     try:
         t0 = time.perf_counter()
         messages, _ = env.reset(seed=seed, options=options)
-        timing["env_s"] += time.perf_counter() - t0
+        tally.env_s += time.perf_counter() - t0
         tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
         fmt = ChatFormat(tokenizer, tools, cfg.chat_template_kwargs, cfg.tool_call_format)
         _env_reads_calls_as(env, fmt.tool_call_format)
         traj.messages, traj.tools = list(messages), tools
         t0 = time.perf_counter()
         traj.prompt_ids = fmt.prompt_ids(messages)
-        timing["tokenize_s"] += time.perf_counter() - t0
+        tally.tokenize_s += time.perf_counter() - t0
         if cfg.max_prompt_tokens is not None and len(traj.prompt_ids) > cfg.max_prompt_tokens:
             raise EpisodeFailed(f"prompt_too_long: {len(traj.prompt_ids)} > {cfg.max_prompt_tokens} tokens")
-        cfg = _within_context(cfg, engine, len(traj.prompt_ids))
-        await _play(env, engine, fmt, traj, cfg, dict(sampling_params or {}), rid, timing, counters)
+        play = _Play(
+            env=env,
+            engine=engine,
+            fmt=fmt,
+            cfg=_within_context(cfg, engine, len(traj.prompt_ids)),
+            sampling=dict(sampling_params or {}),
+            request_id=request_id or uuid.uuid4().hex,
+            tally=tally,
+        )
+        await _play(play, traj)
     except EpisodeFailed as exc:
         traj.failed, traj.termination, traj.error = True, "failed", str(exc)
     except Exception as exc:  # env or template trouble: this episode is lost, the batch goes on
         traj.failed, traj.termination, traj.error = True, "failed", f"{type(exc).__name__}: {exc}"
-    traj.metrics = _metrics(traj, timing, counters, time.perf_counter() - t_start)
+    traj.metrics = _metrics(traj, tally, time.perf_counter() - t_start)
     return traj
 
 
-async def _play(env, engine, fmt: ChatFormat, traj: Trajectory, cfg, sampling, rid, timing, counters) -> None:
+async def _play(play: _Play, traj: Trajectory) -> None:
+    """Alternate generation and env steps until the episode ends; `traj.termination` says how."""
+    env, fmt, cfg, sampling, tally = play.env, play.fmt, play.cfg, play.sampling, play.tally
     stop_ids = set(fmt.stop_token_ids)
     sampling["stop_token_ids"] = sorted(set(sampling.get("stop_token_ids") or ()) | stop_ids)
     sampling.pop("max_new_tokens", None)
@@ -102,8 +133,8 @@ async def _play(env, engine, fmt: ChatFormat, traj: Trajectory, cfg, sampling, r
         per_turn = remaining if cfg.max_new_tokens is None else min(cfg.max_new_tokens, remaining)
         sampling["max_tokens"] = per_turn
         t0 = time.perf_counter()
-        out = await _generate(engine, rid, traj.prompt_ids + response, sampling, cfg, counters)
-        timing["generate_s"] += time.perf_counter() - t0
+        out = await _generate(play, traj.prompt_ids + response)
+        tally.generate_s += time.perf_counter() - t0
         _copy_global_steps(out, traj.extra_fields)
         ids = [int(t) for t in out.token_ids][:per_turn]
         lps = list(out.log_probs) if getattr(out, "log_probs", None) is not None else [0.0] * len(ids)
@@ -118,7 +149,7 @@ async def _play(env, engine, fmt: ChatFormat, traj: Trajectory, cfg, sampling, r
         t0 = time.perf_counter()
         text = fmt.tokenizer.decode(ids[:-1] if closed else ids, skip_special_tokens=False)
         message, action, parse_errors = _interpret(text, fmt, bool(traj.tools), cfg.strip_think_from_action)
-        timing["tokenize_s"] += time.perf_counter() - t0
+        tally.tokenize_s += time.perf_counter() - t0
         traj.messages.append(message)
         turn.parse_errors = parse_errors
         turn.tool_calls = len(message.get("tool_calls") or ())
@@ -134,7 +165,7 @@ async def _play(env, engine, fmt: ChatFormat, traj: Trajectory, cfg, sampling, r
 
         t0 = time.perf_counter()
         new_messages, reward, terminated, truncated, info = await env.astep(action)
-        timing["env_s"] += time.perf_counter() - t0
+        tally.env_s += time.perf_counter() - t0
         info = info or {}
         turn.reward = float(reward)
         turn.format_error = info.get("format_error")
@@ -150,7 +181,7 @@ async def _play(env, engine, fmt: ChatFormat, traj: Trajectory, cfg, sampling, r
             return
         t0 = time.perf_counter()
         suffix = fmt.suffix_ids(new_messages)
-        timing["tokenize_s"] += time.perf_counter() - t0
+        tally.tokenize_s += time.perf_counter() - t0
         if len(response) + len(suffix) + 1 > cfg.max_response_tokens:
             # The env's reply plus one generated token does not fit: stop cleanly, nothing half-appended.
             traj.termination = "context_overflow"
@@ -194,7 +225,9 @@ def _within_context(cfg: EpisodeConfig, engine: Engine, prompt_tokens: int) -> E
     return dataclasses.replace(cfg, max_response_tokens=room)
 
 
-def _interpret(text: str, fmt: ChatFormat, has_tools: bool, strip_think: bool) -> tuple[dict, Any, int]:
+def _interpret(
+    text: str, fmt: ChatFormat, has_tools: bool, strip_think: bool
+) -> tuple[dict[str, Any], Any, int]:
     """The assistant message to record, the action for the env, and the number of unreadable calls."""
     clean = _THINK.sub("", text).strip() if strip_think else text
     if not has_tools:
@@ -211,13 +244,15 @@ def _interpret(text: str, fmt: ChatFormat, has_tools: bool, strip_think: bool) -
     return message, {"role": "assistant", "content": content, "tool_calls": calls}, 0
 
 
-async def _generate(
-    engine, rid: str, prompt_ids: list[int], sampling: dict, cfg: EpisodeConfig, counters: dict
-):
+async def _generate(play: _Play, prompt_ids: list[int]) -> Any:
+    """The engine's output for `prompt_ids`, retrying transient failures as `play.cfg` allows."""
+    cfg = play.cfg
     last: Exception | None = None
     for attempt in range(cfg.engine_retries + 1):
         try:
-            call = engine.generate(rid, prompt_ids=prompt_ids, sampling_params=dict(sampling))
+            call = play.engine.generate(
+                play.request_id, prompt_ids=prompt_ids, sampling_params=dict(play.sampling)
+            )
             if cfg.engine_timeout is not None:
                 return await asyncio.wait_for(call, cfg.engine_timeout)
             return await call
@@ -228,13 +263,13 @@ async def _generate(
         except Exception as exc:
             last = exc
             if attempt < cfg.engine_retries:
-                counters["engine_retries"] += 1
+                play.tally.engine_retries += 1
                 await asyncio.sleep(cfg.retry_backoff * 2**attempt)
     kind = "timeout" if isinstance(last, TimeoutError) else type(last).__name__
     raise EpisodeFailed(f"engine_error ({kind}) after {cfg.engine_retries + 1} attempts: {last}")
 
 
-def _copy_global_steps(out: Any, extra: dict) -> None:
+def _copy_global_steps(out: Any, extra: dict[str, Any]) -> None:
     """Keep min/max weight versions seen across turns (verl's trainer needs both)."""
     fields = getattr(out, "extra_fields", None) or {}
     lo, hi = (
@@ -247,7 +282,8 @@ def _copy_global_steps(out: Any, extra: dict) -> None:
         extra["max_global_steps"] = hi
 
 
-def _metrics(traj: Trajectory, timing: dict, counters: dict, wall: float) -> dict[str, Any]:
+def _metrics(traj: Trajectory, tally: _Tally, wall: float) -> dict[str, Any]:
+    """The episode's summary numbers, as `Trajectory.metrics` carries them."""
     turns = traj.turns
     return {
         "total_reward": traj.total_reward,
@@ -264,7 +300,9 @@ def _metrics(traj: Trajectory, timing: dict, counters: dict, wall: float) -> dic
         "success": traj.success,
         "failed": traj.failed,
         "overflow": traj.termination in ("context_overflow", "budget"),
-        "engine_retries": counters["engine_retries"],
+        "engine_retries": tally.engine_retries,
         "wall_s": wall,
-        **timing,
+        "generate_s": tally.generate_s,
+        "env_s": tally.env_s,
+        "tokenize_s": tally.tokenize_s,
     }

@@ -11,8 +11,8 @@ default model), n=8 episodes per env, group=1, concurrency=64, seed=0, temperatu
 top_k=-1, max_response_tokens (everything after the prompt: training's data.max_response_length),
 max_turns (training's multi_turn.max_assistant_turns), max_new_tokens (one turn: training's
 turngym.max_tokens_per_turn, unset = the rest of the budget); the three default to the run's values,
-else to training's defaults for that model (trainer/config; the embedded model's own when no model
-is given), and the values used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
+else to training's defaults for that model (rollout/episode_budgets.py; the embedded model's own when
+no model is given), and the values used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
 --import my_pkg.my_envs imports a module first (e.g. one registering envs). Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
 is loaded.
 """
@@ -20,6 +20,7 @@ is loaded.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import importlib
 import json
@@ -28,16 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rollout.episode_budgets import TRAINING_KEYS, default_budgets
+
 USAGE = __doc__
-# Used only when the trainer's config files cannot be read (rollout installed without trainer).
-DEFAULT_MAX_RESPONSE_TOKENS = 256
-DEFAULT_MAX_TURNS = 16
-# Where each budget sits in a training config (and the EpisodeConfig field it becomes).
-BUDGET_KEYS = {
-    "max_response_tokens": "data.max_response_length",
-    "max_turns": "actor_rollout_ref.rollout.multi_turn.max_assistant_turns",
-    "max_new_tokens": "turngym.max_tokens_per_turn",
-}
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
 INT_KEYS = (
     "n",
@@ -156,30 +150,16 @@ def _budgets(cfg: Any) -> dict[str, int]:
     from omegaconf import OmegaConf
 
     out = {}
-    for name, key in BUDGET_KEYS.items():
+    for name, key in TRAINING_KEYS.items():
         value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
         if isinstance(value, int) and not isinstance(value, bool):
             out[name] = value
     return out
 
 
-def training_defaults(embedded: bool) -> dict[str, int]:
-    """The budgets training uses by default (turngym's config files; the embedded model's on top)."""
-    import importlib.util
-
-    from omegaconf import OmegaConf
-
-    spec = importlib.util.find_spec("trainer")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    config_dir = Path(next(iter(spec.submodule_search_locations))) / "config"
-    try:
-        cfg = OmegaConf.load(config_dir / "turngym.yaml")
-        if embedded:
-            cfg = OmegaConf.merge(cfg, OmegaConf.load(config_dir / "embedded_model.yaml"))
-    except OSError:
-        return {}
-    return _budgets(cfg)
+def training_defaults(embedded: bool) -> dict[str, int | None]:
+    """The budgets training uses by default (rollout/episode_budgets.py; the embedded model's if `embedded`)."""
+    return dataclasses.asdict(default_budgets(embedded))
 
 
 def run_settings(model: str | None) -> dict[str, Any]:
@@ -291,14 +271,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     else:
         settings = {}
         plan = eval_plan(opts, env_kwargs, settings)
-    budgets = {"max_response_tokens": DEFAULT_MAX_RESPONSE_TOKENS, "max_turns": DEFAULT_MAX_TURNS}
+    budgets = training_defaults(embedded=opts.get("model") is None and opts.get("engine", "hf") == "hf")
     if settings.get("run"):
-        budgets.update({k: v for k, v in settings.items() if k in BUDGET_KEYS})
-    else:
-        budgets.update(
-            training_defaults(embedded=opts.get("model") is None and opts.get("engine", "hf") == "hf")
-        )
-    budgets.update({k: opts[k] for k in BUDGET_KEYS if k in opts})
+        budgets.update({k: v for k, v in settings.items() if k in TRAINING_KEYS})
+    budgets.update({k: opts[k] for k in TRAINING_KEYS if k in opts})
     engine, tokenizer, tokenizer_path = build_engine(opts)
     n = int(opts.get("n", 8))
     cfg = EpisodeConfig(
@@ -308,7 +284,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     print(
         f"budgets ({'the run' if settings.get('run') else 'training defaults'}"
-        f"{', command line' if any(k in opts for k in BUDGET_KEYS) else ''}): "
+        f"{', command line' if any(k in opts for k in TRAINING_KEYS) else ''}): "
         f"max_response_tokens={cfg.max_response_tokens}, max_turns={cfg.max_turns}, "
         f"max_new_tokens={cfg.max_new_tokens or 'rest of the budget'}"
     )

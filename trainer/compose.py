@@ -6,6 +6,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from rollout.episode_budgets import TRAINING_KEYS, default_budgets
 from trainer.config_error import ConfigError
 from trainer.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
 
@@ -105,6 +106,7 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
         final_overrides.append(f"trainer.device={device}")
     if not first.turngym.model:
         final_overrides = embedded_model_overrides(user_keys) + final_overrides
+    final_overrides = budget_overrides(first, user_keys) + final_overrides
     cfg = _compose(final_overrides)
     import_user_modules(list(cfg.turngym.import_modules))
     try:
@@ -241,6 +243,18 @@ def _has_difficulties(env_id: str) -> bool:
         return bool(getattr(envs.spec(env_id).load(), "difficulties", None))
     except Exception:  # noqa: BLE001 - unknown ids are reported by check_config
         return False
+
+
+def budget_overrides(cfg: DictConfig, user_keys: set[str]) -> list[str]:
+    """rollout's default episode budgets for the budget keys that neither the user nor a group file set."""
+    budgets = default_budgets(embedded=not cfg.turngym.model)
+    out = []
+    for field, key in TRAINING_KEYS.items():
+        # null in turngym.yaml means "not set"; a user's explicit null (one turn may use the whole budget) stays.
+        if key not in user_keys and OmegaConf.select(cfg, key, default=None) is None:
+            value = getattr(budgets, field)
+            out.append(f"{key}={'null' if value is None else value}")
+    return out
 
 
 def embedded_model_overrides(user_keys: set[str]) -> list[str]:

@@ -16,6 +16,10 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+# The schedule both warm-start engines use (warm_start.sft_config hands these to verl's SFT trainer).
+WEIGHT_DECAY = 0.0
+MIN_LR_RATIO = 0.1  # cosine decay ends at this fraction of the peak lr
+
 
 def sft_steps(episodes: int, batch_size: int, epochs: int) -> int:
     """Optimizer steps of a warm start: full batches per epoch (the last partial one is dropped)."""
@@ -54,8 +58,8 @@ def run_sft_loop(
     total = sft_steps(len(rows), batch_size, epochs)
     if total < 1:
         raise ValueError(f"warm start: {len(rows)} demonstrations make no batch of {batch_size}")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    min_ratio = 0.1
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=WEIGHT_DECAY)
+    min_ratio = MIN_LR_RATIO
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
         lambda step: min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * min(step, total) / total)),

@@ -19,23 +19,25 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from trainer.sft_loop import MIN_LR_RATIO, WEIGHT_DECAY, run_sft_loop, sft_steps
+
 DONE_MARKER = "turngym_warm_start.json"
 SFT_CONFIG_NAME = "sft_trainer_engine"
 DATASET_CLASS = ("pkg://trainer.expert_sft_dataset", "ExpertSFTDataset")
-# verl's console logger prints "step:N - ... - train/loss:X - ..." (tqdm may share the line).
-STEP_LOSS = re.compile(r"step:(\d+) - .*?train/loss:([-0-9.e]+)")
+# verl's "file" tracking backend writes one JSON object per logged step here ({"step", "data"}); the
+# warm start reads each step's train/loss from it instead of parsing verl's console output.
+SFT_METRICS = "sft_metrics.jsonl"
+POLL_SECONDS = 0.5
 
 
 class WarmStartError(RuntimeError):
@@ -83,16 +85,16 @@ def sft_config(
         f"data.custom_cls.path={DATASET_CLASS[0]}",
         f"data.custom_cls.name={DATASET_CLASS[1]}",
         f"optim.lr={lr}",
-        "optim.weight_decay=0.0",
+        f"optim.weight_decay={WEIGHT_DECAY}",
         "optim.lr_scheduler_type=cosine",
-        "optim.min_lr_ratio=0.1",
+        f"optim.min_lr_ratio={MIN_LR_RATIO}",
         f"engine.seed={seed}",
         f"trainer.device={device}",
         f"trainer.total_epochs={epochs}",
         f"trainer.default_local_dir={work_dir / 'checkpoints'}",
         "trainer.project_name=turngym",
         "trainer.experiment_name=warm_start",
-        "trainer.logger=[console]",
+        "trainer.logger=[console,file]",
         "trainer.save_freq=-1",
         "trainer.resume_mode=auto",
         f"trainer.seed={seed}",
@@ -113,13 +115,18 @@ def sft_config(
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module(config_module="verl.trainer.config", version_base=None):
-            return compose(config_name=SFT_CONFIG_NAME, overrides=ours + list(overrides))
+            config = compose(config_name=SFT_CONFIG_NAME, overrides=ours + list(overrides))
     except HydraException as exc:
         raise ConfigError(
             f"bad turngym.warm_start.overrides (keys of verl's {SFT_CONFIG_NAME}): {exc}"
         ) from exc
     finally:
         GlobalHydra.instance().clear()
+    loggers = config.trainer.logger
+    loggers = [str(loggers)] if isinstance(loggers, str) else [str(x) for x in loggers]
+    if "file" not in loggers:  # a user's trainer.logger override keeps the backend the losses come from
+        config.trainer.logger = [*loggers, "file"]
+    return config
 
 
 def _free_port() -> int:
@@ -128,10 +135,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker_env(device: str) -> dict[str, str]:
+def _worker_env(device: str, metrics_file: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
+            "VERL_FILE_LOGGER_PATH": str(metrics_file),
             "RANK": "0",
             "LOCAL_RANK": "0",
             "WORLD_SIZE": "1",
@@ -146,36 +154,51 @@ def _worker_env(device: str) -> dict[str, str]:
 
 
 def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int) -> list[float]:
-    """Run verl's SFT trainer in a child process, echoing each step's loss; returns the losses.
+    """Run verl's SFT trainer in a child process, echoing each step's loss as verl logs it; returns the losses.
 
     Raises WarmStartError when it fails.
     """
-    tail: deque[str] = deque(maxlen=40)
+    metrics_file = log_file.parent / SFT_METRICS
+    metrics_file.unlink(missing_ok=True)  # losses of an earlier attempt are not this one's
     losses: list[float] = []
+    offset = 0
     command = [sys.executable, "-m", "trainer.warm_start_worker", str(config_file)]
     with log_file.open("w") as log:
         process = subprocess.Popen(
-            command,
-            env=_worker_env(device),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
+            command, env=_worker_env(device, metrics_file), stdout=log, stderr=subprocess.STDOUT
         )
-        assert process.stdout is not None
-        for line in process.stdout:
-            log.write(line)
-            tail.append(line)
-            match = STEP_LOSS.search(line)
-            if match:
-                losses.append(float(match[2]))
-                _print_step(int(match[1]), total_steps, losses[-1])
-        code = process.wait()
+        while True:
+            code = process.poll()  # before the read: after an exit, one more read sees the last lines
+            steps, offset = _logged_losses(metrics_file, offset)
+            for step, loss in steps:
+                losses.append(loss)
+                _print_step(step, total_steps, loss)
+            if code is not None:
+                break
+            time.sleep(POLL_SECONDS)
     if code != 0:
+        tail = log_file.read_text(errors="replace").splitlines(keepends=True)[-40:]
         raise WarmStartError(
             f"verl's SFT trainer exited with {code} (full log: {log_file}); last lines:\n" + "".join(tail)
         )
     return losses
+
+
+def _logged_losses(metrics_file: Path, offset: int) -> tuple[list[tuple[int, float]], int]:
+    """(step, train/loss) of the whole lines verl's file logger added after byte `offset`, and the new offset."""
+    if not metrics_file.exists():
+        return [], offset
+    with metrics_file.open("rb") as f:
+        f.seek(offset)
+        chunk = f.read()
+    complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is read next time
+    steps = []
+    for line in complete.splitlines():
+        record = json.loads(line)
+        loss = record.get("data", {}).get("train/loss")
+        if isinstance(loss, (int, float)):  # validation lines carry val/loss only
+            steps.append((int(record["step"]), float(loss)))
+    return steps, offset + len(complete)
 
 
 def _hf_model_dir(checkpoints: Path) -> Path:
@@ -219,19 +242,20 @@ def warm_start(
     base_model: str | Path,
     out_dir: str | Path,
     entries: list[dict],
-    episodes: int = 256,
-    epochs: int = 3,
-    lr: float = 3e-3,
-    batch_size: int = 16,
-    seed: int = 10_000,
-    device: str = "cpu",
-    max_length: int = 2048,
+    *,
+    episodes: int,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    device: str,
+    max_length: int,
+    engine: str,
     overrides: list[str] | tuple[str, ...] = (),
-    engine: str = "verl",
 ) -> dict[str, Any]:
     """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
+    # No defaults here: turngym.warm_start in trainer/config/turngym.yaml is the one place they live.
     from trainer.expert_demos import write_demonstrations
-    from trainer.sft_loop import run_sft_loop, sft_steps
 
     out_dir = Path(out_dir)
     marker = out_dir / DONE_MARKER

@@ -98,3 +98,15 @@ def test_made_env_records_the_spec_it_was_made_from():
     assert envs.spec("guess-number-v0").max_turns == 20  # the registered spec is untouched
     plain = envs.make("guess-number-v0")
     assert plain.unwrapped.turngym_spec is envs.spec("guess-number-v0")
+
+
+def test_gymnasiums_spec_of_a_made_env_makes_it_the_same_way():
+    """One spec per env: Gymnasium's `env.spec` is derived from turngym's, so the two agree."""
+    import gymnasium
+
+    env = envs.make("guess-number-v0", difficulty="hard", max_turns=3)
+    copy = gymnasium.make(env.unwrapped.spec)
+    assert copy.unwrapped.turngym_spec == env.unwrapped.turngym_spec
+    assert copy.reset(seed=0)[0] == env.reset(seed=0)[0] != envs.make("guess-number-v0").reset(seed=0)[0]
+    plain = envs.make("guess-number-v0")
+    assert plain.unwrapped.spec is gymnasium.spec("turngym/guess-number-v0")

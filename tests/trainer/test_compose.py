@@ -116,3 +116,18 @@ def test_misspelled_key_gets_no_plus_advice_and_unknown_ones_one_line():
     with pytest.raises(ConfigError) as info:
         compose_config(["trainer.zzz_qqq=1"])
     assert "+trainer.zzz_qqq=VALUE" in str(info.value)
+
+
+def test_episode_budgets_come_from_rollout_unless_set():
+    from rollout.episode_budgets import DEFAULT_BUDGETS, EMBEDDED_MODEL_BUDGETS
+
+    for overrides, budgets in (([], EMBEDDED_MODEL_BUDGETS), (["model=/models/x"], DEFAULT_BUDGETS)):
+        cfg = compose_config(["env=guess-number", "trainer.device=cpu", *overrides])
+        assert cfg.data.max_response_length == budgets.max_response_tokens
+        assert cfg.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == budgets.max_turns
+        assert cfg.turngym.max_tokens_per_turn == budgets.max_new_tokens
+    # An explicit null (one turn may use the whole budget) is the user's, not a gap to fill.
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu", "turngym.max_tokens_per_turn=null"])
+    assert cfg.turngym.max_tokens_per_turn is None
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu", "data.max_response_length=300"])
+    assert cfg.data.max_response_length == 300 and cfg.actor_rollout_ref.rollout.response_length == 300

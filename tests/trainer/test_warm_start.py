@@ -11,6 +11,17 @@ from trainer.compose import compose_config, env_entries
 from trainer.expert_demos import expert_episode, write_demonstrations
 
 GROUPS = ["text-game", "tool-use", "math-tutor", "code-sandbox"]
+# A warm start small enough for a test (warm_start() has no defaults: they live in turngym.yaml).
+SMALL = {
+    "episodes": 8,
+    "epochs": 2,
+    "lr": 5e-3,
+    "batch_size": 4,
+    "seed": 10_000,
+    "device": "cpu",
+    "max_length": 2048,
+    "engine": "verl",
+}
 
 
 def _sft_dataset(demos: Path, tokenizer):
@@ -58,7 +69,7 @@ def test_warm_start_runs_verls_sft_trainer_and_keeps_the_base_tokenizer(tmp_path
 
     base = build_embedded_model()
     entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}}]
-    report = warm_start(base, tmp_path, entries, episodes=8, epochs=2, lr=5e-3, batch_size=4)
+    report = warm_start(base, tmp_path, entries, **SMALL)
     assert report["optimizer_steps"] == 4 and report["episodes"] == 8
     assert report["loss_last"] < report["loss_first"]
     model = Path(report["model"])
@@ -71,7 +82,7 @@ def test_warm_start_runs_verls_sft_trainer_and_keeps_the_base_tokenizer(tmp_path
 
     # finished: the second call reads the report instead of training again
     (tmp_path / "sft.log").unlink()
-    assert warm_start(base, tmp_path, entries, episodes=8, epochs=2, lr=5e-3, batch_size=4) == report
+    assert warm_start(base, tmp_path, entries, **SMALL) == report
     assert not (tmp_path / "sft.log").exists()
 
 
@@ -85,9 +96,7 @@ def test_a_failing_sft_run_reports_verls_error_and_leaves_no_model(tmp_path):
             build_embedded_model(),
             tmp_path,
             entries,
-            episodes=4,
-            batch_size=4,
-            max_length=32,
+            **{**SMALL, "episodes": 4, "max_length": 32},
             overrides=["data.truncation=error"],
         )
     assert "is larger than" in str(info.value) and "sft.log" in str(info.value)
@@ -107,7 +116,7 @@ def test_the_torch_engine_learns_the_expert_replies_and_keeps_the_base_tokenizer
     entries = [
         {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy", "action_tool": False}}
     ]
-    report = warm_start(base, tmp_path, entries, episodes=4, epochs=30, lr=5e-3, batch_size=4, engine="torch")
+    report = warm_start(base, tmp_path, entries, **{**SMALL, "episodes": 4, "epochs": 30, "engine": "torch"})
     assert report["engine"] == "torch" and report["optimizer_steps"] == 30
     assert report["loss_last"] < report["loss_first"] / 3
     model_dir = Path(report["model"])
@@ -141,3 +150,31 @@ def test_warm_start_engine_is_checked_before_any_work():
                 'turngym.warm_start.overrides=["optim.lr_warmup_steps=5"]',
             ]
         )
+
+
+def test_losses_come_from_verls_file_logger_whole_lines_only(tmp_path):
+    import json
+
+    from trainer.warm_start import _logged_losses
+
+    path = tmp_path / "sft_metrics.jsonl"
+    assert _logged_losses(path, 0) == ([], 0)  # verl has not opened it yet
+    first = json.dumps({"step": 1, "data": {"train/loss": 2.5, "train/lr": 0.003}}) + "\n"
+    val = json.dumps({"step": 1, "data": {"val/loss": 2.0}}) + "\n"
+    second = json.dumps({"step": 2, "data": {"train/loss": 1.5}}) + "\n"
+    path.write_text(first + val + second[:10])
+    steps, offset = _logged_losses(path, 0)
+    assert steps == [(1, 2.5)] and offset == len(first + val)
+    path.write_text(first + val + second)
+    assert _logged_losses(path, offset) == ([(2, 1.5)], len(first + val + second))
+
+
+def test_the_verl_engine_always_logs_to_the_file_the_losses_come_from():
+    from trainer.warm_start import sft_config
+
+    args = ("model", Path("d.parquet"), Path("w"), "cpu", 1, 1e-3, 4, 0, 64)
+    assert list(sft_config(*args).trainer.logger) == ["console", "file"]
+    assert list(sft_config(*args, overrides=["trainer.logger=[console]"]).trainer.logger) == [
+        "console",
+        "file",
+    ]
