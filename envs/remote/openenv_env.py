@@ -144,10 +144,8 @@ class OpenEnvEnv(TextEnv):
         except (ValueError, RecursionError):
             return None, f"the reply must be one JSON object with the action's fields, got {_short(text)}"
         if not isinstance(action, dict):
-            return (
-                None,
-                f"the reply must be a JSON object (fields: {', '.join(self.action_fields)}), got {type(action).__name__}",
-            )
+            fields = ", ".join(self.action_fields)
+            return None, f"the reply must be a JSON object (fields: {fields}), got {type(action).__name__}"
         return action, None
 
     def _observation_text(self, observation: dict[str, Any]) -> str:
@@ -180,11 +178,7 @@ class OpenEnvEnv(TextEnv):
         try:
             response = httpx.get(url, timeout=self.connect_timeout_s)
         except httpx.TransportError as exc:
-            raise RemoteEnvError(
-                0,
-                "unreachable",
-                f"OpenEnv server {self.base_url} unreachable ({type(exc).__name__}: {exc}); start it or fix base_url=",
-            ) from None
+            raise _unreachable(self.base_url, exc) from None
         try:
             schemas = response.json()
         except ValueError:
@@ -222,11 +216,7 @@ class OpenEnvEnv(TextEnv):
                 "base_url= does not serve OpenEnv's /ws sessions",
             ) from None
         except (OSError, TimeoutError, WebSocketException) as exc:
-            raise RemoteEnvError(
-                0,
-                "unreachable",
-                f"OpenEnv server {self.ws_url} unreachable ({type(exc).__name__}: {exc}); start it or fix base_url=",
-            ) from None
+            raise _unreachable(self.ws_url, exc) from None
         return self._ws
 
     def _exchange(self, message: dict[str, Any], expected: str, *, during: str) -> dict[str, Any]:
@@ -305,6 +295,14 @@ class OpenEnvEnv(TextEnv):
         if ws is not None:
             with contextlib.suppress(Exception):
                 ws.close()
+
+
+def _unreachable(url: str, exc: Exception) -> RemoteEnvError:
+    return RemoteEnvError(
+        0,
+        "unreachable",
+        f"OpenEnv server {url} unreachable ({type(exc).__name__}: {exc}); start it or fix base_url=",
+    )
 
 
 def _last_words(ws) -> str | None:

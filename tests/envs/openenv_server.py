@@ -12,7 +12,6 @@ openenv-core itself is not installed: it pulls gradio, fastmcp and an older pill
 from __future__ import annotations
 
 import argparse
-import asyncio
 import inspect
 import json
 import random
@@ -213,7 +212,9 @@ def create_app(max_sessions: int):
                             action = action_cls.model_validate(data)
                             fault = getattr(action, "message", None) if name == "faulty" else None
                             if fault == "hang":
-                                await asyncio.sleep(30)
+                                # Never answers: waits for the client to go away.
+                                while True:
+                                    await websocket.receive_text()
                             elif fault == "drop":
                                 await websocket.close()
                                 return

@@ -277,3 +277,24 @@ def test_unreadable_actions_never_reach_the_server(server):
         assert env.unwrapped.state()["step_count"] == 0
     finally:
         env.close()
+
+
+def test_the_rollout_collects_episodes_from_an_openenv_server(server):
+    """`collect` plays fresh copies of a made env (one server session each) with a scripted engine."""
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    from rollout.collection import collect
+    from rollout.embedded_model import build_embedded_model
+    from rollout.scripted_engine import ScriptedEngine
+
+    tokenizer = AutoTokenizer.from_pretrained(build_embedded_model())
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: str(rng.randint(1, 20)))
+    made = envs.make("openenv", base_url=f"{server}/guess", max_turns=5)
+    trajectories = collect(made, engine, tokenizer, 4, group_size=2, concurrency=2)
+    made.close()
+    assert len(trajectories) == 4 and not trajectories.failed, [t.error for t in trajectories.failed]
+    for trajectory in trajectories:
+        assert trajectory.messages[0]["content"].startswith("Guess my number")
+        assert 1 <= len(trajectory.turns) <= 5 and trajectory.termination in ("terminated", "truncated")
+    assert _sessions_open(server) == 0
