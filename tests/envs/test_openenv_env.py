@@ -298,3 +298,32 @@ def test_the_rollout_collects_episodes_from_an_openenv_server(server):
         assert trajectory.messages[0]["content"].startswith("Guess my number")
         assert 1 <= len(trajectory.turns) <= 5 and trajectory.termination in ("terminated", "truncated")
     assert _sessions_open(server) == 0
+
+
+def test_a_turngym_server_is_not_mistaken_for_openenv():
+    """`python -m envs serve` answers OpenEnv's /schema but has no /ws sessions: said at the first reset."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envs", "serve", "--port", str(port)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        env = envs.make("openenv", base_url=url)
+        with pytest.raises(
+            RemoteEnvError, match="refused the WebSocket .*does not serve OpenEnv's /ws"
+        ) as no:
+            env.reset()
+        assert no.value.code == "no_session"
+        env.close()
+    finally:
+        _stop(proc)
