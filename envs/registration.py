@@ -46,6 +46,16 @@ _REGISTRY: Registry[EnvSpec] = Registry(
 )
 _UNSET = object()
 
+#: `envs.make("openenv", base_url=...)`: an OpenEnv server played as a turngym env. Not registered: it
+#: needs a server URL, and `python -m envs serve` must not connect to URLs its clients name.
+OPENENV_ID = "openenv"
+_OPENENV_SPEC = EnvSpec(
+    OPENENV_ID,
+    "envs.remote.openenv_env:OpenEnvEnv",
+    category="remote",
+    description="An OpenEnv server's /ws session as a text env (base_url=http://host:port).",
+)
+
 # TextEnv's own limits: env classes need not list them in their constructors, `make` applies them after.
 TURN_LIMIT_KWARGS = ("max_action_chars", "max_tool_calls_per_turn", "max_tool_time_s")
 
@@ -100,9 +110,15 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     (e.g. `difficulty="hard"`, `tools=["python"]` or `tools="my_tools.yaml"`). `max_tool_calls_per_turn`,
     `max_tool_time_s` and `max_action_chars` set the env's per-turn limits (see `TextEnv`);
     `tool_call_format` how it reads tool calls written in reply text (`hermes`, `llama3`, `mistral`).
-    `remote="http://host:port"` returns the same env served by `python -m envs serve` there (`RemoteEnv`).
+    `remote="http://host:port"` returns the same env served by `python -m envs serve` there (`RemoteEnv`);
+    `make("openenv", base_url="http://host:port")` an OpenEnv server's env (`OpenEnvEnv`).
     """
     if kwargs.get("remote") is not None:
+        if id == OPENENV_ID:
+            raise ValueError(
+                "openenv connects to its server itself: pass base_url=, not remote= (which names a "
+                "`python -m envs serve` server)"
+            )
         from envs.remote import make_remote
 
         try:
@@ -117,7 +133,7 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     kwargs.pop("remote_token", None)
     from envs.wrappers import ActionFormat, MaxTurns
 
-    env_spec = spec(id)
+    env_spec = _OPENENV_SPEC if id == OPENENV_ID else spec(id)
     merged = {**env_spec.kwargs, **kwargs}
     limits = {k: merged.pop(k) for k in TURN_LIMIT_KWARGS if k in merged}
     call_format = merged.pop("tool_call_format", _UNSET)

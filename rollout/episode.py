@@ -195,7 +195,7 @@ async def _play(play: _Play, traj: Trajectory) -> None:
 def _env_reads_calls_as(env: Any, tool_call_format: str) -> None:
     """Make the env read calls in reply text in the format the chat template writes (not its default)."""
     setter = getattr(getattr(env, "unwrapped", env), "set_tool_call_format", None)
-    if setter is not None:  # envs other than TextEnv (remote clients, plain gym envs) keep their own
+    if setter is not None:  # envs other than TextEnv (plain gym envs) keep their own
         setter(tool_call_format)
 
 

@@ -32,7 +32,8 @@ _RAISED_AS = {
 
 
 class RemoteEnv(gym.Env):
-    """A session on an env server: `reset`, `step`, `astep`, `tool_schemas`, `expert_action`, `render`, `close`.
+    """A session on an env server: `reset`, `step`, `astep`, `tool_schemas`, `set_tool_call_format`,
+    `expert_action`, `render`, `close`.
 
     Requests refused for load (429 `busy`, 503 `sessions_full`) are retried, honouring Retry-After, for up
     to `retry_s` seconds; nothing else is retried, since a step must never be taken twice.
@@ -80,6 +81,9 @@ class RemoteEnv(gym.Env):
             raise
         self.session_id = opened["session_id"]
         self._tool_schemas: list[dict] = opened["tool_schemas"]
+        # The served env's reading of tool calls in reply text; absent for envs that read none.
+        self._reads_call_format = "tool_call_format" in opened
+        self.tool_call_format: str | None = opened.get("tool_call_format")
         self.observation_space = ChatMessages()
         self.action_space = AssistantAction(opened.get("max_action_chars") or 32768)
         # The local registry's spec of env_id, passed in by `envs.make` (this module does not import the
@@ -109,6 +113,18 @@ class RemoteEnv(gym.Env):
     async def astep(self, action: Any):
         """Async `step`: the request does not block the event loop."""
         return self._unpack(await self._arequest("POST", self._path("step"), encode_action(action)))
+
+    def set_tool_call_format(self, tool_call_format: str | None) -> None:
+        """Have the served env read tool calls written in reply text in this format, as `TextEnv`'s does.
+
+        The rollout calls this once per episode with the format its chat template writes; a format the
+        server already uses costs no request. A served env that reads no tool calls from text (not
+        TextEnv-based) has nothing to set, as the rollout skips such envs when local.
+        """
+        if not self._reads_call_format or tool_call_format == self.tool_call_format:
+            return
+        answer = self._request("PUT", self._path("tool_call_format"), {"tool_call_format": tool_call_format})
+        self.tool_call_format = answer.get("tool_call_format")
 
     def expert_action(self) -> str:
         """The server env's scripted expert's next reply."""

@@ -9,6 +9,7 @@ Routes (JSON in, JSON out; every failure is `{"error": {"code", "message"}}` wit
     POST   /v1/sessions/{id}/reset         {"seed", "options"} -> {"observation": {"messages"}, "info", ...}
     POST   /v1/sessions/{id}/step          {"action"} -> {"observation", "reward", "done", "terminated", ...}
     GET    /v1/sessions/{id}/tools         tool schemas;  GET .../expert_action, .../render, .../state
+    PUT    /v1/sessions/{id}/tool_call_format  {"tool_call_format"}: how the env reads calls in reply text
     DELETE /v1/sessions/{id}               close the env
 
 Load and faults: at most `max_sessions` sessions are open (503 `sessions_full` beyond, with Retry-After);
@@ -323,6 +324,8 @@ def create_app(
                 "env_id": env_id,
                 "tool_schemas": list(getattr(unwrapped, "tool_schemas", None) or []),
                 "max_action_chars": getattr(unwrapped, "max_action_chars", None),
+                # Absent for envs that read no tool calls from text (no `set_tool_call_format`).
+                **_call_format_of(unwrapped),
                 "render_modes": list(unwrapped.metadata.get("render_modes", [])),
                 "idle_timeout_s": idle_timeout_s,
             },
@@ -389,6 +392,27 @@ def create_app(
                     "info": info,
                 }
             )
+
+        return await in_session(request, work)
+
+    async def tool_call_format(request):
+        body = await _read_json(request, max_bytes)
+        if "tool_call_format" not in body:
+            raise RequestError(
+                400, "bad_request", "`tool_call_format` (a format name such as hermes, or null) is required"
+            )
+        chosen = body["tool_call_format"]
+
+        async def work(session: Session):
+            setter = getattr(session.env.unwrapped, "set_tool_call_format", None)
+            try:
+                if setter is None:
+                    # What `envs.make(id, tool_call_format=...)` raises for such an env locally.
+                    raise TypeError(f"{session.env_id}: tool_call_format only applies to TextEnv-based envs")
+                setter(chosen)
+            except Exception as exc:
+                raise _env_error(exc) from None
+            return _json_response(_call_format_of(session.env.unwrapped))
 
         return await in_session(request, work)
 
@@ -486,6 +510,7 @@ def create_app(
         Route(f"{sid}/reset", guarded(reset), methods=["POST"]),
         Route(f"{sid}/step", guarded(step), methods=["POST"]),
         Route(f"{sid}/tools", guarded(tools), methods=["GET"]),
+        Route(f"{sid}/tool_call_format", guarded(tool_call_format), methods=["PUT"]),
         Route(f"{sid}/expert_action", guarded(expert_action), methods=["GET"]),
         Route(f"{sid}/render", guarded(render), methods=["GET"]),
         Route(f"{sid}/state", guarded(state), methods=["GET"]),
@@ -498,6 +523,13 @@ def create_app(
     )
     app.state.sessions = table
     return app
+
+
+def _call_format_of(unwrapped: Any) -> dict[str, Any]:
+    """`{"tool_call_format": ...}` for an env that reads tool calls from reply text, else `{}`."""
+    if getattr(unwrapped, "set_tool_call_format", None) is None:
+        return {}
+    return {"tool_call_format": getattr(unwrapped, "tool_call_format", None)}
 
 
 def _close_quietly(env: Any) -> None:

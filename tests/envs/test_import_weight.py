@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ["torch", "verl", "transformers", "pandas", "ray", "pydantic", "fastapi", "httpx"]
+HEAVY = ["torch", "verl", "transformers", "pandas", "ray", "pydantic", "fastapi", "httpx", "websockets"]
 
 
 def _modules_after(statement: str) -> set[str]:

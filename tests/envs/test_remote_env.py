@@ -162,6 +162,55 @@ def test_astep_and_kwargs_go_through(server):
         local.close()
 
 
+# One `guess` call written in each format the rollout may choose for an episode.
+CALL_IN = {
+    "hermes": '<tool_call>{"name": "guess", "arguments": {"number": 50}}</tool_call>',
+    "llama3": '<|python_tag|>{"name": "guess", "parameters": {"number": 50}}',
+    "mistral": '[TOOL_CALLS][{"name": "guess", "arguments": {"number": 50}}]',
+}
+
+
+@pytest.mark.parametrize("call_format", ["hermes", "llama3", "mistral", None])
+def test_the_episode_tool_call_format_is_honoured_remotely(server, call_format):
+    """The rollout picks the call format per episode (`_env_reads_calls_as`); the server's env reads it."""
+    pytest.importorskip("rollout")
+    from rollout.episode import _env_reads_calls_as
+
+    local, remote = envs.make("guess-number-v0"), envs.make("guess-number-v0", remote=server)
+    try:
+        assert remote.reset(seed=0) == local.reset(seed=0)
+        _env_reads_calls_as(local, call_format)
+        _env_reads_calls_as(remote, call_format)
+        assert remote.unwrapped.tool_call_format == call_format
+        for written_in, text in CALL_IN.items():
+            expected = local.step(text)
+            assert remote.step(text) == expected
+            # Only a call in the chosen format runs the tool; the others are read as plain replies.
+            assert (expected[0][0]["role"] == "tool") == (written_in == call_format)
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_tool_call_format_faults_match_the_local_env(server):
+    local = envs.make("guess-number-v0")
+    remote = envs.make("guess-number-v0", remote=server, tool_call_format="llama3")
+    try:
+        assert remote.tool_call_format == "llama3"  # chosen at make, reported by the server
+        with pytest.raises(ValueError) as local_error:
+            local.unwrapped.set_tool_call_format("yaml")
+        with pytest.raises(ValueError) as remote_error:
+            remote.set_tool_call_format("yaml")
+        assert str(remote_error.value) == str(local_error.value)
+        assert remote.tool_call_format == "llama3"  # a refused format changes nothing
+        sid = remote.session_id
+        response = httpx.put(f"{server}/v1/sessions/{sid}/tool_call_format", json={}, timeout=10)
+        assert response.status_code == 400 and response.json()["error"]["code"] == "bad_request"
+    finally:
+        remote.close()
+        local.close()
+
+
 def test_remote_none_means_local():
     env = envs.make("guess-number-v0", remote=None)
     assert type(env.unwrapped).__name__ == "GuessNumberEnv"
