@@ -234,6 +234,16 @@ class TextEnv(gym.Env):
             self._require_reset()
         if self.episode_over:
             return self._refuse_after_end()
+        if (
+            type(action) is str
+            and len(action) <= self.max_action_chars
+            and action.isprintable()
+            and "<tool_call>" not in action
+            and self.tool_call_format == "hermes"
+        ):
+            # read_action's plain-reply path, inlined: most replies of most envs take it, once each.
+            turn = AssistantTurn(action)
+            return self._finish(action, turn, self._respond(turn))
         try:  # `_read`, inlined: this is the hot path of every env
             turn = read_action(
                 action,
