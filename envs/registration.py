@@ -11,6 +11,7 @@ from typing import Any
 import gymnasium
 
 from envs.errors import UnknownEnvError
+from envs.wrappers import ActionFormat, MaxTurns
 from tools.registration import Registry, check_entry_point, load_entry_point
 
 GYM_NAMESPACE = "turngym"
@@ -131,8 +132,6 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
         )
     kwargs.pop("remote", None)
     kwargs.pop("remote_token", None)
-    from envs.wrappers import ActionFormat, MaxTurns
-
     env_spec = _OPENENV_SPEC if id == OPENENV_ID else spec(id)
     merged = {**env_spec.kwargs, **kwargs}
     limits = {k: merged.pop(k) for k in TURN_LIMIT_KWARGS if k in merged}

@@ -186,7 +186,7 @@ class TextEnv(gym.Env):
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode; the same seed and options give the same episode."""
-        checked = self.check_reset_options(options)
+        checked = {} if options is None else self.check_reset_options(options)
         if seed is not None:
             # gym.Env.reset(seed) builds the same generator, slower (see envs.seeding).
             self._np_random, self._np_random_seed = np_random(seed)
@@ -234,6 +234,17 @@ class TextEnv(gym.Env):
             self._require_reset()
         if self.episode_over:
             return self._refuse_after_end()
+        if (
+            type(action) is str
+            and len(action) <= self.max_action_chars
+            and action.isprintable()
+            and "<tool_call>" not in action
+            and self.tool_call_format == "hermes"
+        ):
+            # read_action's plain-reply path, inlined: most replies of most envs take it, once each.
+            turn = AssistantTurn(action)
+            result = self._respond(turn)
+            return self._finish({"role": "assistant", "content": turn.content}, result)
         try:  # `_read`, inlined: this is the hot path of every env
             turn = read_action(
                 action,
@@ -242,10 +253,12 @@ class TextEnv(gym.Env):
                 has_tools=self._has_tools,
             )
         except InvalidAction as e:
-            return self._finish(action, None, self._format_error(str(e)))
+            return self._finish(_placeholder(action), self._format_error(str(e)))
         if turn.tool_calls or turn.call_errors:
-            return self._finish(action, turn, run_detached(self._run_tool_calls(turn)))
-        return self._finish(action, turn, self._respond(turn))
+            result = run_detached(self._run_tool_calls(turn))
+        else:
+            result = self._respond(turn)
+        return self._finish(turn.as_message(), result)
 
     async def astep(self, action: Any):
         """Async `step`: tool calls and I/O-bound envs run without blocking the event loop."""
@@ -254,12 +267,12 @@ class TextEnv(gym.Env):
             return self._refuse_after_end()
         turn, problem = self._read(action)
         if problem is not None:
-            return self._finish(action, None, self._format_error(problem))
+            return self._finish(_placeholder(action), self._format_error(problem))
         if turn.tool_calls or turn.call_errors:
             result = await self._run_tool_calls(turn)
         else:
             result = await self._arespond(turn)
-        return self._finish(action, turn, result)
+        return self._finish(turn.as_message(), result)
 
     def set_tool_call_format(self, tool_call_format: str | None) -> None:
         """Read tool calls written in reply text in this format (None: text is never read as calls)."""
@@ -321,15 +334,11 @@ class TextEnv(gym.Env):
         terminated, truncated = self._ended_as
         return refusal_after_end(terminated, truncated, self.turn)
 
-    def _finish(self, action: Any, turn: AssistantTurn | None, result: StepResult):
+    def _finish(self, assistant: Message, result: StepResult):
+        # `assistant`: the turn as recorded (the reply's message, or a placeholder for an unreadable one).
         self.turn = turn_number = self.turn + 1
         transcript = self.transcript
-        if turn is None:
-            transcript.append(_placeholder(action))
-        elif turn.tool_calls:
-            transcript.append(turn.as_message())
-        else:  # the common case, without the method call
-            transcript.append({"role": "assistant", "content": turn.content})
+        transcript.append(assistant)
         messages = result.messages
         transcript += messages
         reward = float(result.reward)

@@ -22,6 +22,17 @@ class ActionFormat(TextWrapper):
         self.max_consecutive = max_consecutive
         self._consecutive = 0
 
+    def step(self, action):
+        """TextWrapper's step, with a shortcut for the usual readable reply mid-episode (nothing to adjust)."""
+        if self._ended is None:
+            result = self.env.step(action)
+            # A refusal after the end carries a format_error, so it never takes the shortcut.
+            if result[4].get("format_error") is None and not (result[2] or result[3]):
+                self._consecutive = 0
+                return result
+            return self._after_step(result)
+        return self._refusal()
+
     def on_reset(self, messages, info):
         """Forget earlier episodes' errors."""
         self._consecutive = 0

@@ -15,6 +15,17 @@ class MaxTurns(TextWrapper):
         self.max_turns = max_turns
         self._turns = 0
 
+    def step(self, action):
+        """TextWrapper's step, with a shortcut for a turn that neither ends the episode nor uses the budget up."""
+        if self._ended is None:
+            result = self.env.step(action)
+            # A refusal after the end is terminated or truncated, so it never takes the shortcut.
+            if self._turns + 1 < self.max_turns and not (result[2] or result[3]):
+                self._turns += 1
+                return result
+            return self._after_step(result)
+        return self._refusal()
+
     def on_reset(self, messages, info):
         """Start counting from zero."""
         self._turns = 0

@@ -18,6 +18,17 @@ class TextWrapper(gym.Wrapper):
     #: (terminated, truncated) of the step that ended the episode, None while it runs.
     _ended: tuple[bool, bool] | None = None
 
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        # Gymnasium's `unwrapped` walks the whole stack on every read; the base env of a stack never
+        # changes once it is built, and `make` (once per episode in verl's agent loop) reads it often.
+        self._unwrapped = env.unwrapped
+
+    @property
+    def unwrapped(self) -> gym.Env:
+        """The base env under all wrappers (looked up once, when this wrapper was built)."""
+        return self._unwrapped
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Reset the wrapped env, then let the wrapper see the opening."""
         messages, info = self.env.reset(seed=seed, options=options)
@@ -62,7 +73,7 @@ class TextWrapper(gym.Wrapper):
     def _record_end(self, terminated: bool, truncated: bool) -> None:
         self._ended = (bool(terminated), bool(truncated))
         # The env itself learns the episode is over, so stepping `env.unwrapped` refuses too.
-        mark = getattr(self.unwrapped, "mark_episode_over", None)
+        mark = getattr(self._unwrapped, "mark_episode_over", None)
         if mark is not None:
             mark(terminated=bool(terminated), truncated=bool(truncated))
 
@@ -70,7 +81,7 @@ class TextWrapper(gym.Wrapper):
         from envs.text_env import refusal_after_end
 
         terminated, truncated = self._ended or (True, False)
-        return refusal_after_end(terminated, truncated, getattr(self.unwrapped, "turn", None))
+        return refusal_after_end(terminated, truncated, getattr(self._unwrapped, "turn", None))
 
     @property
     def tools(self) -> list:
