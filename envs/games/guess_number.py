@@ -40,7 +40,10 @@ class GuessNumberEnv(TextGame[int]):
         self.reveal_range = bool(reveal_range)
         # A per-turn reward for using the feedback: a guess the answers so far have already ruled out
         # (outside known_low..known_high, a repeat included) costs this much on its own turn. It can
-        # only take reward away, so no policy earns more from it than by winning.
+        # only take reward away, so no policy earns more from it than by winning. Keep it at most the
+        # format penalty: a format error uses no guess, so a dearer ruled-out guess teaches the policy
+        # to babble instead (measured: at 0.5 against a 0.1 format penalty, format errors per episode
+        # rose from 0.9 to 4.0 in 16 steps).
         if not ruled_out_penalty >= 0:
             raise ValueError(f"ruled_out_penalty must be >= 0, got {ruled_out_penalty!r}")
         self.ruled_out_penalty = float(ruled_out_penalty)
