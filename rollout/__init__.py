@@ -16,6 +16,7 @@ _EXPORTS = {
     "HFEngine": "rollout.hf_engine",
     "SGLangEngine": "rollout.sglang_engine",
     "ScriptedEngine": "rollout.scripted_engine",
+    "EngineOpponent": "rollout.engine_opponent",
     "ChatFormat": "rollout.chat_format",
     "Trajectory": "rollout.trajectory",
     "TrajectoryBatch": "rollout.trajectory",
@@ -32,6 +33,7 @@ __all__ = [
     "ChatFormat",
     "Engine",
     "EngineError",
+    "EngineOpponent",
     "EpisodeConfig",
     "Generation",
     "HFEngine",
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from rollout.collection import acollect, collect, summarize
     from rollout.dataproto import to_dataproto
     from rollout.engine import Engine, EngineError, Generation, SamplingParams
+    from rollout.engine_opponent import EngineOpponent
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.hf_engine import HFEngine
     from rollout.scripted_engine import ScriptedEngine

@@ -1,0 +1,91 @@
+"""EngineOpponent: the other player of a two-player TextArena game, played by a model through any engine."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+from rollout.chat_format import ChatFormat
+from rollout.engine import Engine
+from tools.run_sync import run_sync
+
+_request_ids = itertools.count()
+
+
+class EngineOpponent:
+    """A callable opponent (`envs.make("textarena-...", opponent=EngineOpponent(engine, tokenizer))`).
+
+    Each move renders the opponent's chat messages with the tokenizer's chat template (rollout's
+    `ChatFormat`), asks `engine` for at most `max_new_tokens` tokens with `sampling_params`, and returns the
+    decoded text. The env calls opponents synchronously, also from `astep` inside `rollout.collect`, so the
+    request runs through `run_sync` (a worker thread with its own loop when one is running), as `LLMUser`.
+
+    With `seed` set, each move's sampling seed is derived from `seed` and the rendered prompt, so the same
+    position gets the same move however episodes interleave. An engine error or an empty reply returns
+    an empty move: the game refuses it and asks again like any invalid move, and an opponent that never
+    moves ends the episode as `opponent_stuck` (truncated). `failures` counts them; the first one is
+    reported on stderr.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        tokenizer: Any,
+        *,
+        sampling_params: dict[str, Any] | None = None,
+        max_new_tokens: int = 32,
+        seed: int | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+    ):
+        if not callable(getattr(engine, "generate", None)):
+            raise TypeError(f"engine must have an async `generate` method, got {type(engine).__name__}")
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.format = ChatFormat(tokenizer, chat_template_kwargs=chat_template_kwargs)
+        self.sampling_params = {
+            "temperature": 1.0,
+            "stop_token_ids": list(self.format.stop_token_ids),
+            **(sampling_params or {}),
+            "max_new_tokens": max_new_tokens,
+        }
+        self.seed = seed
+        self.moves = 0
+        self.failures = 0
+        self.generated_tokens = 0
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
+        """The opponent's move for `messages` (empty when the engine failed or wrote nothing)."""
+        return run_sync(self.amove(messages))
+
+    async def amove(self, messages: Sequence[dict[str, Any]]) -> str:
+        """Async `__call__`."""
+        self.moves += 1
+        text = self.format.render(list(messages), add_generation_prompt=True)
+        params = dict(self.sampling_params)
+        if self.seed is not None:
+            params["seed"] = zlib.crc32(f"{self.seed}:{text}".encode()) & 0x7FFFFFFF
+        try:
+            out = await self.engine.generate(
+                f"opponent-{next(_request_ids)}", prompt_ids=self.format.encode(text), sampling_params=params
+            )
+        except Exception as e:  # a failing opponent must not end the run; the game refuses the empty move
+            self._failed(f"{type(e).__name__}: {str(e)[:200]}")
+            return ""
+        token_ids = list(getattr(out, "token_ids", None) or [])
+        self.generated_tokens += len(token_ids)
+        move = self.tokenizer.decode(token_ids, skip_special_tokens=True).strip()
+        if not move:
+            self._failed("the engine returned an empty reply")
+        return move
+
+    def _failed(self, why: str) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            print(
+                f"turngym: EngineOpponent: {why}; the move counts as invalid and the opponent is asked "
+                "again (check the engine; see `.failures`)",
+                file=sys.stderr,
+            )

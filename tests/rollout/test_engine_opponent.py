@@ -1,0 +1,120 @@
+"""EngineOpponent: a model behind a rollout engine plays the other seat of a TextArena game."""
+
+import re
+
+import pytest
+
+import envs
+from rollout.collection import collect
+from rollout.engine import EngineError
+from rollout.engine_opponent import EngineOpponent
+from rollout.episode import EpisodeConfig
+from rollout.scripted_engine import ScriptedEngine
+
+GAME = "textarena-tic-tac-toe-v0"
+
+
+def random_cell(turn, rng):
+    return f"[{rng.randint(0, 8)}]"
+
+
+def free_cell_opponent_engine(tokenizer, **kwargs):
+    """A scripted engine writing a random cell: a real engine that plays (often illegal) moves."""
+    return ScriptedEngine(tokenizer, random_cell, **kwargs)
+
+
+def test_plain_step_plays_the_engine_opponent(tokenizer):
+    opponent = EngineOpponent(free_cell_opponent_engine(tokenizer), tokenizer)
+    env = envs.make(GAME, opponent=opponent)
+    env.reset(seed=3)
+    observation, _, terminated, truncated, _ = env.step("[4]")
+    assert opponent.moves >= 1 and opponent.failures == 0
+    assert not truncated
+    assert terminated or "[Opponent]" in str(observation)
+
+
+def agent_generated_tokens(traj):
+    return sum(traj.loss_mask)
+
+
+@pytest.mark.slow  # the random tiny model rarely writes a legal move: 200 refused tries per episode
+def test_collect_with_the_embedded_model_as_opponent(tokenizer, hf_engine):
+    """Self-play through one HFEngine: episodes end; only the agent's own tokens are trained on."""
+    opponent = EngineOpponent(hf_engine, tokenizer, max_new_tokens=4, seed=0)
+    agent = free_cell_opponent_engine(tokenizer)
+    trajs = collect(
+        envs.make(GAME, opponent=opponent),
+        agent,
+        tokenizer,
+        2,
+        config=EpisodeConfig(max_turns=9),
+    )
+    assert len(trajs) == 2 and not trajs.failed
+    assert opponent.moves >= 2 and opponent.generated_tokens > 0
+    for t in trajs:
+        assert t.termination in ("terminated", "truncated", "max_turns")
+        # Every trained token is one the agent's engine wrote for one of its turns, no more.
+        turn_tokens = sum(r.end - r.start for r in t.turns)
+        assert agent_generated_tokens(t) == turn_tokens
+        agent_ids = {tuple(agent.ids_for(f"[{c}]")) for c in range(9)}
+        for r in t.turns:
+            assert tuple(t.response_ids[r.start : r.end]) in agent_ids
+
+
+def test_a_seeded_engine_opponent_repeats_its_moves(tokenizer, model_path):
+    """Same seed, fresh engines: the same moves for the same positions; another seed samples others."""
+    from rollout.hf_engine import HFEngine
+
+    env = envs.make(GAME)
+    messages = env.reset(seed=1)[0]
+
+    def moves(seed):
+        opponent = EngineOpponent(HFEngine(model_path, seed=123), tokenizer, max_new_tokens=8, seed=seed)
+        return [opponent([*messages[: i + 1]]) for i in range(len(messages))]
+
+    first = moves(7)
+    assert first == moves(7) and any(first)
+    assert moves(8) != first
+
+
+def test_a_failing_engine_is_refused_then_the_opponent_is_stuck(tokenizer, capsys):
+    engine = free_cell_opponent_engine(tokenizer, fail_first=10**6)
+    opponent = EngineOpponent(engine, tokenizer)
+    env = envs.make(GAME, opponent=opponent)
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and not terminated and info.get("opponent_stuck") and reward == 0.0
+    assert opponent.failures == opponent.moves > 1
+    err = capsys.readouterr().err
+    assert err.count("EngineOpponent") == 1 and "EngineError" in err
+
+
+def test_a_failing_engine_inside_collect_truncates_the_episode(tokenizer):
+    opponent = EngineOpponent(free_cell_opponent_engine(tokenizer, fail_first=10**6), tokenizer)
+    trajs = collect(envs.make(GAME, opponent=opponent), free_cell_opponent_engine(tokenizer), tokenizer, 1)
+    assert len(trajs) == 1 and trajs[0].termination == "truncated"
+
+
+def test_an_empty_reply_is_an_invalid_move(tokenizer):
+    opponent = EngineOpponent(ScriptedEngine(tokenizer, lambda turn, rng: ""), tokenizer)
+    assert opponent([{"role": "user", "content": "Your move."}]) == ""
+    assert opponent.failures == 1
+
+
+def test_the_move_is_capped_and_rendered_with_the_chat_template(tokenizer):
+    seen = {}
+
+    class Recording:
+        async def generate(self, request_id, *, prompt_ids, sampling_params=None):
+            seen.update(prompt=tokenizer.decode(prompt_ids), params=sampling_params)
+            raise EngineError("recorded")
+
+    EngineOpponent(Recording(), tokenizer, max_new_tokens=5, sampling_params={"temperature": 0.0})(
+        [{"role": "system", "content": "Play well."}, {"role": "user", "content": "Board"}]
+    )
+    messages = [{"role": "system", "content": "Play well."}, {"role": "user", "content": "Board"}]
+    assert seen["prompt"] == tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True
+    )
+    assert seen["params"]["max_new_tokens"] == 5 and seen["params"]["temperature"] == 0.0
+    assert re.search(r"\d", str(seen["params"]["stop_token_ids"]))
