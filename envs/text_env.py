@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -155,6 +156,12 @@ class TextEnv(gym.Env):
     def expert_action(self) -> str:
         """The scripted expert's next reply (text), for baselines, tests and demonstrations."""
         raise NotImplementedError(f"{type(self).__name__} has no scripted expert")
+
+    def random_action(self, rng: random.Random) -> str:
+        """A uniformly random legal-looking move (text), drawn from `rng`: the noise of a noisy demonstrator."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no random_action; set turngym.warm_start.expert_noise=0 for it"
+        )
 
     # ----- tools ---------------------------------------------------------------------------------
     @property

@@ -8,15 +8,22 @@ rollout puts in the prompt, so the warm-started model sees the same opening toke
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 
 def expert_episode(
-    env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32
+    env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32, noise: float = 0.0
 ) -> tuple[list[dict], list[dict], float]:
-    """Play one episode with the env's scripted expert: (messages, tool schemas, total reward)."""
+    """Play one episode with the env's scripted expert: (messages, tool schemas, total reward).
+
+    With `noise` > 0 the demonstrator is epsilon-greedy: each move is the env's `random_action`
+    with that probability (drawn from a generator seeded by `seed`, so demos are reproducible).
+    """
     import envs
+
+    rng = random.Random(seed)
 
     env = envs.make(env_id, **env_kwargs)
     try:
@@ -25,7 +32,10 @@ def expert_episode(
         tools = list(getattr(env, "tool_schemas", None) or [])
         total = 0.0
         for _ in range(max_turns):
-            action = env.unwrapped.expert_action()
+            if noise and rng.random() < noise:
+                action = env.unwrapped.random_action(rng)
+            else:
+                action = env.unwrapped.expert_action()
             convo.append({"role": "assistant", "content": action})
             observation, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
@@ -43,7 +53,12 @@ def _sft_message(message: dict) -> dict[str, str]:
 
 
 def write_demonstrations(
-    entries: list[dict], path: str | Path, episodes: int, seed: int, with_tools: bool = True
+    entries: list[dict],
+    path: str | Path,
+    episodes: int,
+    seed: int,
+    with_tools: bool = True,
+    noise: float = 0.0,
 ) -> dict[str, Any]:
     """Write `episodes` expert conversations (envs drawn from the mixture `entries`) to parquet."""
     import pandas as pd
@@ -52,7 +67,9 @@ def write_demonstrations(
 
     rows, returns = [], []
     for index, entry in enumerate(assign_envs(entries, episodes, seed=seed)):
-        convo, tools, total = expert_episode(entry["id"], dict(entry.get("kwargs") or {}), seed + index)
+        convo, tools, total = expert_episode(
+            entry["id"], dict(entry.get("kwargs") or {}), seed + index, noise=noise
+        )
         rows.append(
             {
                 "messages": [_sft_message(m) for m in convo],
@@ -67,4 +84,8 @@ def write_demonstrations(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(path)
-    return {"episodes": len(rows), "expert_mean_return": sum(returns) / max(1, len(returns))}
+    return {
+        "episodes": len(rows),
+        "expert_noise": noise,
+        "expert_mean_return": sum(returns) / max(1, len(returns)),
+    }

@@ -175,6 +175,7 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
             device=str(cfg.trainer.device),
             max_length=int(ws.max_length),
             overrides=list(ws.overrides),
+            expert_noise=float(ws.expert_noise),
             engine=warm_start_engine(cfg),
         )
         print(

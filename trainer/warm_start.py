@@ -252,11 +252,14 @@ def warm_start(
     max_length: int,
     engine: str,
     overrides: list[str] | tuple[str, ...] = (),
+    expert_noise: float = 0.0,
 ) -> dict[str, Any]:
     """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
     # No defaults here: turngym.warm_start in trainer/config/turngym.yaml is the one place they live.
     from trainer.expert_demos import write_demonstrations
 
+    if not 0.0 <= expert_noise < 1.0:
+        raise ValueError(f"turngym.warm_start.expert_noise must be in [0, 1), got {expert_noise!r}")
     out_dir = Path(out_dir)
     marker = out_dir / DONE_MARKER
     if marker.exists():
@@ -265,7 +268,7 @@ def warm_start(
     out_dir.mkdir(parents=True, exist_ok=True)
     if episodes < batch_size:
         raise ValueError(f"warm start: episodes ({episodes}) must be at least batch_size ({batch_size})")
-    demos = write_demonstrations(entries, out_dir / "demos.parquet", episodes, seed)
+    demos = write_demonstrations(entries, out_dir / "demos.parquet", episodes, seed, noise=expert_noise)
     if engine == "torch":
         losses = run_sft_loop(
             base_model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import re
 from typing import Any
 
@@ -148,3 +149,7 @@ class GuessNumberEnv(TextGame[int]):
     def expert_action(self) -> str:
         """Binary search on what the feedback has revealed."""
         return str((self.known_low + self.known_high) // 2)
+
+    def random_action(self, rng: random.Random) -> str:
+        """A guess drawn uniformly from the whole announced range, ignoring the feedback."""
+        return str(rng.randint(self.low, self.high))

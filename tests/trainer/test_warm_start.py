@@ -178,3 +178,29 @@ def test_the_verl_engine_always_logs_to_the_file_the_losses_come_from():
         "console",
         "file",
     ]
+
+
+def test_noisy_demonstrator_mixes_random_moves_reproducibly():
+    """expert_noise replaces some expert moves with the env's random_action, the same ones for a seed."""
+    kwargs = {"difficulty": "easy", "action_tool": False}
+    clean, _, clean_return = expert_episode("guess-number-v0", kwargs, 10_000)
+    assert clean_return >= 1.0  # binary search always wins within the optimal number of guesses
+    noisy = [expert_episode("guess-number-v0", kwargs, seed, noise=0.75) for seed in range(10_000, 10_040)]
+    again = [expert_episode("guess-number-v0", kwargs, seed, noise=0.75) for seed in range(10_000, 10_040)]
+    assert noisy == again
+    returns = [total for _, _, total in noisy]
+    # An epsilon-greedy demonstrator loses some episodes binary search wins, and still wins others.
+    assert min(returns) < 1.0 <= max(returns)
+    replies = [m["content"] for convo, _, _ in noisy for m in convo if m["role"] == "assistant"]
+    assert all(r.isdigit() and 1 <= int(r) <= 20 for r in replies)
+
+
+def test_noise_needs_an_env_with_random_action(tmp_path):
+    with pytest.raises(NotImplementedError, match="expert_noise=0"):
+        expert_episode("math-tutor-v0", {}, 10_000, noise=0.999)
+    with pytest.raises(ValueError, match="expert_noise must be in"):
+        from trainer.warm_start import warm_start
+
+        entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {}}]
+        warm_start(build_embedded_model(), tmp_path, entries, **SMALL, expert_noise=1.0)
+    assert not any(tmp_path.iterdir())
