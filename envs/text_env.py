@@ -14,11 +14,14 @@ from envs.assistant_turn import AssistantTurn, read_action
 from envs.errors import InvalidAction, InvalidOptions, ResetNeeded
 from envs.messages import Message, tool_result, user
 from envs.seeding import np_random
+from envs.splitmix import SplitMix64
 from envs.spaces import AssistantAction, ChatMessages
 from envs.step_result import StepResult
 from tools.run_sync import run_sync
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from tools import Tool, ToolResult
     from tools.calls import ToolCall
     from tools.registry import ToolRegistry
@@ -98,6 +101,14 @@ class TextEnv(gym.Env):
         self._has_reset = False
         self._ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
         self.total_reward = 0.0
+        self._quick_random: SplitMix64 | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A class that overrides `_respond` must see every text reply: a base class's text shortcut
+        # (`_respond_text`, e.g. TextGame's) would go around it, so the plain default is put back.
+        if "_respond" in cls.__dict__ and "_respond_text" not in cls.__dict__:
+            cls._respond_text = TextEnv._respond_text
 
     def set_turn_limits(
         self,
@@ -139,6 +150,10 @@ class TextEnv(gym.Env):
     def _respond(self, turn: AssistantTurn) -> StepResult:
         """React to an assistant turn that holds no tool call."""
         raise NotImplementedError
+
+    def _respond_text(self, text: str) -> StepResult:
+        """React to a plain-text reply (no tool call, nothing to clean); a shortcut envs may override."""
+        return self._respond(AssistantTurn(text))
 
     async def _arespond(self, turn: AssistantTurn) -> StepResult:
         """Async twin of `_respond`; override when the reaction does I/O."""
@@ -183,13 +198,50 @@ class TextEnv(gym.Env):
         """OpenAI function schemas of `tools`, as rendered into the prompt by a chat template."""
         return self.tool_registry.schemas()
 
+    # ----- seeding -------------------------------------------------------------------------------
+    # `reset(seed=...)` records the seed; the numpy generator is built from it on first use. Most
+    # episodes of most envs never use it, and building one costs more than a short episode.
+    _generator: np.random.Generator | None = None
+    _pending_seed: int | None = None
+
+    @property
+    def _np_random(self) -> np.random.Generator | None:
+        # gym.Env's own attribute, read by its `np_random` and its env checker: a recorded seed becomes
+        # the generator Gymnasium would have built at reset.
+        if self._generator is None and self._pending_seed is not None:
+            self._generator = np_random(self._pending_seed)[0]
+            self._pending_seed = None
+        return self._generator
+
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
+        self._generator, self._pending_seed = value, None
+
+    @property
+    def quick_random(self) -> SplitMix64:
+        """A cheap generator (`envs.splitmix.SplitMix64`) for envs that draw a few numbers per episode.
+
+        Seeded from `reset(seed=...)` like `np_random`, with its own stream; an env never seeded takes
+        the seed of `np_random` (fresh entropy, as Gymnasium's). Unseeded resets continue the stream.
+        """
+        if self._quick_random is None:
+            seed = self.np_random_seed
+            if seed < 0:  # np_random was set by hand: the seed comes from it
+                seed = int(self.np_random.integers(0, 2**63))
+            self._quick_random = SplitMix64(seed)
+        return self._quick_random
+
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode; the same seed and options give the same episode."""
         checked = {} if options is None else self.check_reset_options(options)
         if seed is not None:
-            # gym.Env.reset(seed) builds the same generator, slower (see envs.seeding).
-            self._np_random, self._np_random_seed = np_random(seed)
+            if type(seed) is int and seed >= 0:
+                self._generator, self._pending_seed, self._np_random_seed = None, seed, seed
+            else:
+                # Anything else takes Gymnasium's own path, its errors included (see envs.seeding).
+                self._np_random, self._np_random_seed = np_random(seed)
+            self._quick_random = None
         if self._episode_tools is not None:
             self._release_episode_tools()
         self.turn = 0
@@ -242,9 +294,7 @@ class TextEnv(gym.Env):
             and self.tool_call_format == "hermes"
         ):
             # read_action's plain-reply path, inlined: most replies of most envs take it, once each.
-            turn = AssistantTurn(action)
-            result = self._respond(turn)
-            return self._finish({"role": "assistant", "content": turn.content}, result)
+            return self._finish({"role": "assistant", "content": action}, self._respond_text(action))
         try:  # `_read`, inlined: this is the hot path of every env
             turn = read_action(
                 action,
@@ -336,18 +386,17 @@ class TextEnv(gym.Env):
 
     def _finish(self, assistant: Message, result: StepResult):
         # `assistant`: the turn as recorded (the reply's message, or a placeholder for an unreadable one).
+        # `result`: a StepResult or the plain 5-tuple it stands for.
+        messages, reward, terminated, truncated, info = result
         self.turn = turn_number = self.turn + 1
         transcript = self.transcript
         transcript.append(assistant)
-        messages = result.messages
         transcript += messages
-        reward = float(result.reward)
+        reward = float(reward)
         self.total_reward += reward
-        terminated, truncated = result.terminated, result.truncated
         if terminated or truncated:
             self.episode_over = True
             self._ended_as = (bool(terminated), bool(truncated))
-        info = result.info
         if "format_error" not in info:
             info["format_error"] = None
         info["turn"] = turn_number
@@ -420,11 +469,12 @@ class TextEnv(gym.Env):
             messages.append(tool_result(call.id, call.name, result.content))
             redirect = self._after_tool_call(call, result, turn_info)
             if redirect is not None:
-                messages.extend(redirect.messages)
-                reward += redirect.reward
-                turn_info.update(redirect.info)
-                if redirect.terminated or redirect.truncated:
-                    ended = redirect
+                more, more_reward, terminated, truncated, more_info = redirect
+                messages.extend(more)
+                reward += more_reward
+                turn_info.update(more_info)
+                if terminated or truncated:
+                    ended = StepResult(*redirect)
             elif result.terminate:
                 ended = StepResult([], terminated=True)
         # Notes follow the tool messages: templates that pair calls with results need those right after the calls.

@@ -103,15 +103,22 @@ class TextGame(TextEnv, Generic[A]):
         return difficulty
 
     def _reset(self, options: dict[str, Any]):
-        difficulty = self._check_difficulty(options.pop("difficulty", self.difficulty))
+        difficulty = options.pop("difficulty", self.difficulty) if options else self.difficulty
+        params = self.difficulties.get(difficulty)
+        if params is None:
+            self._check_difficulty(difficulty)  # raises, naming the valid ones
         self.won = False
-        messages, info = self._start(dict(self.difficulties[difficulty]))
+        messages, info = self._start(dict(params))
         info["difficulty"] = difficulty
         return messages, info
 
     def _respond(self, turn: AssistantTurn) -> StepResult:
+        return self._respond_text(turn.content)
+
+    def _respond_text(self, text: str) -> StepResult:
+        """Read the move from the text and play it; an unreadable move is a format error."""
         try:
-            action = self.parse_action(turn.content)
+            action = self.parse_action(text)
         except InvalidAction as e:
             return self._format_error(str(e))
         return self.play(action)
