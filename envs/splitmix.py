@@ -40,8 +40,12 @@ class SplitMix64:
         span = high - low
         if not 0 < span <= 1 << 64:
             raise ValueError(f"integers needs low < high within 2**64 of each other, got {low}, {high}")
+        # `next_u64`, inlined: most draws are one output.
+        self.state = z = (self.state + _GOLDEN_GAMMA) & _MASK64
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
         # Lemire's multiply-shift, with the rejection step that makes every value equally likely.
-        product = self.next_u64() * span
+        product = (z ^ (z >> 31)) * span
         if (product & _MASK64) < span:
             threshold = (1 << 64) % span
             while (product & _MASK64) < threshold:

@@ -14,8 +14,8 @@ from envs.assistant_turn import AssistantTurn, read_action
 from envs.errors import InvalidAction, InvalidOptions, ResetNeeded
 from envs.messages import Message, tool_result, user
 from envs.seeding import np_random
-from envs.splitmix import SplitMix64
 from envs.spaces import AssistantAction, ChatMessages
+from envs.splitmix import SplitMix64
 from envs.step_result import StepResult
 from tools.run_sync import run_sync
 
@@ -61,6 +61,20 @@ class TextEnv(gym.Env):
     #: raise InvalidOptions naming the valid ones. None (the default for custom envs) checks nothing.
     reset_options: ClassVar[dict[str, Any] | None] = None
 
+    # Episode state before the first reset. Class defaults, so building an env (once per episode in
+    # verl's agent loop) sets only what differs; every write makes the instance's own.
+    turn = 0
+    episode_over = False
+    total_reward = 0.0
+    _has_reset = False
+    _ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
+    _tool_prototypes: ToolRegistry | None = None
+    _episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
+    _quick_random: SplitMix64 | None = None
+    # Built on first use (`observation_space`, `action_space`): most envs made per episode never read them.
+    _observation_space: ChatMessages | None = None
+    _action_space: AssistantAction | None = None
+
     def __init__(
         self,
         *,
@@ -75,7 +89,6 @@ class TextEnv(gym.Env):
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.render_mode = render_mode
-        self.observation_space = ChatMessages()
         if (
             max_action_chars is DEFAULT_MAX_ACTION_CHARS
             and max_tool_calls_per_turn is DEFAULT_MAX_TOOL_CALLS_PER_TURN
@@ -83,7 +96,7 @@ class TextEnv(gym.Env):
         ):
             # The defaults themselves (not equal values: 8.0 must still be refused) need no checking,
             # and a fresh env per episode (verl's agent loop) makes this path hot.
-            self.max_action_chars, self.action_space = max_action_chars, AssistantAction(max_action_chars)
+            self.max_action_chars = max_action_chars
             self.max_tool_calls_per_turn, self.max_tool_time_s = max_tool_calls_per_turn, max_tool_time_s
         else:
             self.set_turn_limits(
@@ -92,16 +105,8 @@ class TextEnv(gym.Env):
                 max_tool_time_s=max_tool_time_s,
             )
         # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
-        self._extra_tools = resolve_extra_tools(tools)
-        self._tool_prototypes: ToolRegistry | None = None
-        self._episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
+        self._extra_tools = [] if tools is None else resolve_extra_tools(tools)
         self.transcript: list[Message] = []
-        self.turn = 0
-        self.episode_over = False
-        self._has_reset = False
-        self._ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
-        self.total_reward = 0.0
-        self._quick_random: SplitMix64 | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -122,7 +127,7 @@ class TextEnv(gym.Env):
             if not _is_int(max_action_chars) or max_action_chars < 1:
                 raise ValueError(f"max_action_chars must be a whole number >= 1, got {max_action_chars!r}")
             self.max_action_chars = int(max_action_chars)
-            self.action_space = AssistantAction(self.max_action_chars)
+            self._action_space = None  # a new one, with the new limit, on next use
         if max_tool_calls_per_turn is not ...:
             if max_tool_calls_per_turn is not None and (
                 not _is_int(max_tool_calls_per_turn) or max_tool_calls_per_turn < 1
@@ -141,6 +146,28 @@ class TextEnv(gym.Env):
                     f"max_tool_time_s must be a number of seconds > 0 or None, got {max_tool_time_s!r}"
                 )
             self.max_tool_time_s = None if max_tool_time_s is None else float(max_tool_time_s)
+
+    @property
+    def observation_space(self) -> ChatMessages:
+        """Lists of chat messages (`envs.spaces.ChatMessages`)."""
+        if self._observation_space is None:
+            self._observation_space = ChatMessages()
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: ChatMessages) -> None:
+        self._observation_space = space
+
+    @property
+    def action_space(self) -> AssistantAction:
+        """Assistant turns within `max_action_chars` (`envs.spaces.AssistantAction`)."""
+        if self._action_space is None:
+            self._action_space = AssistantAction(self.max_action_chars)
+        return self._action_space
+
+    @action_space.setter
+    def action_space(self, space: AssistantAction) -> None:
+        self._action_space = space
 
     # ----- what subclasses implement -------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
@@ -293,8 +320,22 @@ class TextEnv(gym.Env):
             and "<tool_call>" not in action
             and self.tool_call_format == "hermes"
         ):
-            # read_action's plain-reply path, inlined: most replies of most envs take it, once each.
-            return self._finish({"role": "assistant", "content": action}, self._respond_text(action))
+            # read_action's plain-reply path and `_finish`, inlined: most replies of most envs take
+            # this path, and it is every step of a fast game.
+            messages, reward, terminated, truncated, info = self._respond_text(action)
+            self.turn = turn_number = self.turn + 1
+            transcript = self.transcript
+            transcript.append({"role": "assistant", "content": action})
+            transcript += messages
+            reward = float(reward)
+            self.total_reward += reward
+            if terminated or truncated:
+                self.episode_over = True
+                self._ended_as = (bool(terminated), bool(truncated))
+            if "format_error" not in info:
+                info["format_error"] = None
+            info["turn"] = turn_number
+            return messages, reward, terminated, truncated, info
         try:  # `_read`, inlined: this is the hot path of every env
             turn = read_action(
                 action,
@@ -386,7 +427,8 @@ class TextEnv(gym.Env):
 
     def _finish(self, assistant: Message, result: StepResult):
         # `assistant`: the turn as recorded (the reply's message, or a placeholder for an unreadable one).
-        # `result`: a StepResult or the plain 5-tuple it stands for.
+        # `result`: a StepResult or the plain 5-tuple it stands for. `step` inlines this for plain
+        # replies: a change here belongs there too.
         messages, reward, terminated, truncated, info = result
         self.turn = turn_number = self.turn + 1
         transcript = self.transcript

@@ -9,7 +9,7 @@ from typing import Any
 
 from envs.errors import InvalidAction
 from envs.games.text_game import TextGame, non_ascii_digits, one_move
-from envs.messages import system, user
+from envs.messages import user
 from envs.step_result import StepResult
 
 # A number not inside a word or after a decimal point; a `-` right after a digit is a dash (`1-100`).
@@ -73,24 +73,27 @@ class GuessNumberEnv(TextGame[int]):
         prompt, self.optimal_guesses, self._high_digits = _game_constants(
             self.low, self.high, self.max_guesses
         )
-        opening = [system(_SYSTEM_PROMPT), user(prompt)]
+        opening = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
         return opening, {"max_guesses": self.max_guesses}
 
     def parse_action(self, text: str) -> int:
         """The guess: the one number in the reply (the same number repeated counts once)."""
         stripped = text.strip()
-        if not stripped:
-            raise InvalidAction("the reply is empty")
-        if stripped.isascii() and stripped.isdigit():
+        if stripped.isdigit() and stripped.isascii():
             # The usual reply, read as the general path below reads it: one run of ASCII digits is the
             # one match of _NUMBER, with the same length and range checks.
-            digits = stripped.lstrip("0") or "0"
-            if len(digits) > self._high_digits:
-                raise InvalidAction(f"{stripped[:20]}... is outside {self.low}..{self.high}")
-            guess = int(digits)
+            if len(stripped) <= self._high_digits:  # short enough without dropping leading zeros
+                guess = int(stripped)
+            else:
+                digits = stripped.lstrip("0") or "0"
+                if len(digits) > self._high_digits:
+                    raise InvalidAction(f"{stripped[:20]}... is outside {self.low}..{self.high}")
+                guess = int(digits)
             if self.low <= guess <= self.high:  # `_in_range`, inlined on the usual path
                 return guess
             raise InvalidAction(f"{guess} is outside {self.low}..{self.high}")
+        if not stripped:
+            raise InvalidAction("the reply is empty")
         # isdigit() admits superscripts and other digits int() rejects; only ASCII digits are a guess.
         if non_ascii_digits(stripped):
             raise InvalidAction("write the number with the digits 0-9")
