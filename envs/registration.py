@@ -60,6 +60,10 @@ _OPENENV_SPEC = EnvSpec(
 # TextEnv's own limits: env classes need not list them in their constructors, `make` applies them after.
 TURN_LIMIT_KWARGS = ("max_action_chars", "max_tool_calls_per_turn", "max_tool_time_s")
 
+# `make(id)` with no arguments (verl's agent loop: a fresh env per episode), by id: what the full path
+# found (spec, factory, Gymnasium's spec, its id), so the next such call builds the env at once.
+_PLAIN_MAKES: dict[str, tuple[EnvSpec, Callable[..., Any], Any, str]] = {}
+
 
 def register(
     id: str,
@@ -133,6 +137,16 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     kwargs.pop("remote", None)
     kwargs.pop("remote_token", None)
     env_spec = _OPENENV_SPEC if id == OPENENV_ID else spec(id)
+    plain = not kwargs and max_turns is None and format_penalty is None
+    if plain:
+        made = _PLAIN_MAKES.get(id)
+        # Still the spec registered, and still Gymnasium's mirror of it: the same env as the full path.
+        if made is not None and made[0] is env_spec and gymnasium.registry.get(made[3]) is made[2]:
+            env = made[1](**env_spec.kwargs)
+            base = env.unwrapped
+            base.turngym_spec, base.spec = env_spec, made[2]
+            env = ActionFormat(env, penalty=env_spec.format_penalty)
+            return env if env_spec.max_turns is None else MaxTurns(env, env_spec.max_turns)
     merged = {**env_spec.kwargs, **kwargs}
     limits = {k: merged.pop(k) for k in TURN_LIMIT_KWARGS if k in merged}
     call_format = merged.pop("tool_call_format", _UNSET)
@@ -155,7 +169,9 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
             env_spec, kwargs={**env_spec.kwargs, **kwargs}, max_turns=turns, format_penalty=penalty
         )
     env.unwrapped.turngym_spec = env_spec
-    env.unwrapped.spec = gymnasium_spec(env_spec)
+    env.unwrapped.spec = gym_spec = gymnasium_spec(env_spec)
+    if plain and not limits and call_format is _UNSET and gym_spec is not None:
+        _PLAIN_MAKES[id] = (env_spec, env_spec.load(), gym_spec, env_spec.gym_id)
     env = ActionFormat(env, penalty=penalty)
     if turns is not None:
         env = MaxTurns(env, turns)

@@ -16,10 +16,13 @@ from envs.errors import InvalidAction, InvalidOptions, ResetNeeded
 from envs.messages import Message, tool_result, user
 from envs.seeding import np_random
 from envs.spaces import AssistantAction, ChatMessages
+from envs.splitmix import SplitMix64
 from envs.step_result import StepResult
 from tools.run_sync import run_sync
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from tools import Tool, ToolResult
     from tools.calls import ToolCall
     from tools.registry import ToolRegistry
@@ -59,6 +62,20 @@ class TextEnv(gym.Env):
     #: raise InvalidOptions naming the valid ones. None (the default for custom envs) checks nothing.
     reset_options: ClassVar[dict[str, Any] | None] = None
 
+    # Episode state before the first reset. Class defaults, so building an env (once per episode in
+    # verl's agent loop) sets only what differs; every write makes the instance's own.
+    turn = 0
+    episode_over = False
+    total_reward = 0.0
+    _has_reset = False
+    _ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
+    _tool_prototypes: ToolRegistry | None = None
+    _episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
+    _quick_random: SplitMix64 | None = None
+    # Built on first use (`observation_space`, `action_space`): most envs made per episode never read them.
+    _observation_space: ChatMessages | None = None
+    _action_space: AssistantAction | None = None
+
     def __init__(
         self,
         *,
@@ -73,7 +90,6 @@ class TextEnv(gym.Env):
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.render_mode = render_mode
-        self.observation_space = ChatMessages()
         if (
             max_action_chars is DEFAULT_MAX_ACTION_CHARS
             and max_tool_calls_per_turn is DEFAULT_MAX_TOOL_CALLS_PER_TURN
@@ -81,7 +97,7 @@ class TextEnv(gym.Env):
         ):
             # The defaults themselves (not equal values: 8.0 must still be refused) need no checking,
             # and a fresh env per episode (verl's agent loop) makes this path hot.
-            self.max_action_chars, self.action_space = max_action_chars, AssistantAction(max_action_chars)
+            self.max_action_chars = max_action_chars
             self.max_tool_calls_per_turn, self.max_tool_time_s = max_tool_calls_per_turn, max_tool_time_s
         else:
             self.set_turn_limits(
@@ -90,15 +106,15 @@ class TextEnv(gym.Env):
                 max_tool_time_s=max_tool_time_s,
             )
         # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
-        self._extra_tools = resolve_extra_tools(tools)
-        self._tool_prototypes: ToolRegistry | None = None
-        self._episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
+        self._extra_tools = [] if tools is None else resolve_extra_tools(tools)
         self.transcript: list[Message] = []
-        self.turn = 0
-        self.episode_over = False
-        self._has_reset = False
-        self._ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
-        self.total_reward = 0.0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A class that overrides `_respond` must see every text reply: a base class's text shortcut
+        # (`_respond_text`, e.g. TextGame's) would go around it, so the plain default is put back.
+        if "_respond" in cls.__dict__ and "_respond_text" not in cls.__dict__:
+            cls._respond_text = TextEnv._respond_text
 
     def set_turn_limits(
         self,
@@ -112,7 +128,7 @@ class TextEnv(gym.Env):
             if not _is_int(max_action_chars) or max_action_chars < 1:
                 raise ValueError(f"max_action_chars must be a whole number >= 1, got {max_action_chars!r}")
             self.max_action_chars = int(max_action_chars)
-            self.action_space = AssistantAction(self.max_action_chars)
+            self._action_space = None  # a new one, with the new limit, on next use
         if max_tool_calls_per_turn is not ...:
             if max_tool_calls_per_turn is not None and (
                 not _is_int(max_tool_calls_per_turn) or max_tool_calls_per_turn < 1
@@ -132,6 +148,28 @@ class TextEnv(gym.Env):
                 )
             self.max_tool_time_s = None if max_tool_time_s is None else float(max_tool_time_s)
 
+    @property
+    def observation_space(self) -> ChatMessages:
+        """Lists of chat messages (`envs.spaces.ChatMessages`)."""
+        if self._observation_space is None:
+            self._observation_space = ChatMessages()
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: ChatMessages) -> None:
+        self._observation_space = space
+
+    @property
+    def action_space(self) -> AssistantAction:
+        """Assistant turns within `max_action_chars` (`envs.spaces.AssistantAction`)."""
+        if self._action_space is None:
+            self._action_space = AssistantAction(self.max_action_chars)
+        return self._action_space
+
+    @action_space.setter
+    def action_space(self, space: AssistantAction) -> None:
+        self._action_space = space
+
     # ----- what subclasses implement -------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
         """Start an episode with `self.np_random`; return the opening messages and info."""
@@ -140,6 +178,10 @@ class TextEnv(gym.Env):
     def _respond(self, turn: AssistantTurn) -> StepResult:
         """React to an assistant turn that holds no tool call."""
         raise NotImplementedError
+
+    def _respond_text(self, text: str) -> StepResult:
+        """React to a plain-text reply (no tool call, nothing to clean); a shortcut envs may override."""
+        return self._respond(AssistantTurn(text))
 
     async def _arespond(self, turn: AssistantTurn) -> StepResult:
         """Async twin of `_respond`; override when the reaction does I/O."""
@@ -190,13 +232,50 @@ class TextEnv(gym.Env):
         """OpenAI function schemas of `tools`, as rendered into the prompt by a chat template."""
         return self.tool_registry.schemas()
 
+    # ----- seeding -------------------------------------------------------------------------------
+    # `reset(seed=...)` records the seed; the numpy generator is built from it on first use. Most
+    # episodes of most envs never use it, and building one costs more than a short episode.
+    _generator: np.random.Generator | None = None
+    _pending_seed: int | None = None
+
+    @property
+    def _np_random(self) -> np.random.Generator | None:
+        # gym.Env's own attribute, read by its `np_random` and its env checker: a recorded seed becomes
+        # the generator Gymnasium would have built at reset.
+        if self._generator is None and self._pending_seed is not None:
+            self._generator = np_random(self._pending_seed)[0]
+            self._pending_seed = None
+        return self._generator
+
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
+        self._generator, self._pending_seed = value, None
+
+    @property
+    def quick_random(self) -> SplitMix64:
+        """A cheap generator (`envs.splitmix.SplitMix64`) for envs that draw a few numbers per episode.
+
+        Seeded from `reset(seed=...)` like `np_random`, with its own stream; an env never seeded takes
+        the seed of `np_random` (fresh entropy, as Gymnasium's). Unseeded resets continue the stream.
+        """
+        if self._quick_random is None:
+            seed = self.np_random_seed
+            if seed < 0:  # np_random was set by hand: the seed comes from it
+                seed = int(self.np_random.integers(0, 2**63))
+            self._quick_random = SplitMix64(seed)
+        return self._quick_random
+
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode; the same seed and options give the same episode."""
         checked = {} if options is None else self.check_reset_options(options)
         if seed is not None:
-            # gym.Env.reset(seed) builds the same generator, slower (see envs.seeding).
-            self._np_random, self._np_random_seed = np_random(seed)
+            if type(seed) is int and seed >= 0:
+                self._generator, self._pending_seed, self._np_random_seed = None, seed, seed
+            else:
+                # Anything else takes Gymnasium's own path, its errors included (see envs.seeding).
+                self._np_random, self._np_random_seed = np_random(seed)
+            self._quick_random = None
         if self._episode_tools is not None:
             self._release_episode_tools()
         self.turn = 0
@@ -248,10 +327,22 @@ class TextEnv(gym.Env):
             and "<tool_call>" not in action
             and self.tool_call_format == "hermes"
         ):
-            # read_action's plain-reply path, inlined: most replies of most envs take it, once each.
-            turn = AssistantTurn(action)
-            result = self._respond(turn)
-            return self._finish({"role": "assistant", "content": turn.content}, result)
+            # read_action's plain-reply path and `_finish`, inlined: most replies of most envs take
+            # this path, and it is every step of a fast game.
+            messages, reward, terminated, truncated, info = self._respond_text(action)
+            self.turn = turn_number = self.turn + 1
+            transcript = self.transcript
+            transcript.append({"role": "assistant", "content": action})
+            transcript += messages
+            reward = float(reward)
+            self.total_reward += reward
+            if terminated or truncated:
+                self.episode_over = True
+                self._ended_as = (bool(terminated), bool(truncated))
+            if "format_error" not in info:
+                info["format_error"] = None
+            info["turn"] = turn_number
+            return messages, reward, terminated, truncated, info
         try:  # `_read`, inlined: this is the hot path of every env
             turn = read_action(
                 action,
@@ -343,18 +434,18 @@ class TextEnv(gym.Env):
 
     def _finish(self, assistant: Message, result: StepResult):
         # `assistant`: the turn as recorded (the reply's message, or a placeholder for an unreadable one).
+        # `result`: a StepResult or the plain 5-tuple it stands for. `step` inlines this for plain
+        # replies: a change here belongs there too.
+        messages, reward, terminated, truncated, info = result
         self.turn = turn_number = self.turn + 1
         transcript = self.transcript
         transcript.append(assistant)
-        messages = result.messages
         transcript += messages
-        reward = float(result.reward)
+        reward = float(reward)
         self.total_reward += reward
-        terminated, truncated = result.terminated, result.truncated
         if terminated or truncated:
             self.episode_over = True
             self._ended_as = (bool(terminated), bool(truncated))
-        info = result.info
         if "format_error" not in info:
             info["format_error"] = None
         info["turn"] = turn_number
@@ -427,11 +518,12 @@ class TextEnv(gym.Env):
             messages.append(tool_result(call.id, call.name, result.content))
             redirect = self._after_tool_call(call, result, turn_info)
             if redirect is not None:
-                messages.extend(redirect.messages)
-                reward += redirect.reward
-                turn_info.update(redirect.info)
-                if redirect.terminated or redirect.truncated:
-                    ended = redirect
+                more, more_reward, terminated, truncated, more_info = redirect
+                messages.extend(more)
+                reward += more_reward
+                turn_info.update(more_info)
+                if terminated or truncated:
+                    ended = StepResult(*redirect)
             elif result.terminate:
                 ended = StepResult([], terminated=True)
         # Notes follow the tool messages: templates that pair calls with results need those right after the calls.

@@ -86,7 +86,7 @@ class InteractionEnv(TextEnv):
             info["format_error"] = content or "the reply could not be used"
         result = StepResult(messages, float(reward), terminated=bool(done), info=info)
         if done:
-            self._merge_final(result, self.outcome)
+            return self._merge_final(result, self.outcome)
         return result
 
     def end_episode(
@@ -94,16 +94,14 @@ class InteractionEnv(TextEnv):
     ) -> StepResult:
         """End the episode with what the agent accomplished; the interaction's final verdict is added."""
         self.outcome = outcome
-        result = StepResult(list(messages or []), terminated=True)
-        self._merge_final(result, outcome)
-        return result
+        return self._merge_final(StepResult(list(messages or []), terminated=True), outcome)
 
-    def _merge_final(self, result: StepResult, outcome: dict[str, Any] | None) -> None:
+    def _merge_final(self, result: StepResult, outcome: dict[str, Any] | None) -> StepResult:
         reward, metrics = self.interaction.finish(outcome)
         self.final_metrics = dict(metrics or {})
-        result.reward += float(reward)
         result.info.update(self.final_metrics)
         result.info.setdefault("success", False)
+        return result.replace(reward=result.reward + float(reward))
 
     def expert_action(self) -> str:
         """The interaction's scripted expert reply."""

@@ -53,8 +53,9 @@ class GameActionTool(Tool):
         except InvalidAction as e:
             (context.get("info") or {})["format_error"] = str(e)
             return ToolResult(f"Error: {e}", is_error=True)
-        result = env.play(action)
+        # A StepResult, or the plain 5-tuple a game may return on its hot path.
+        messages, reward, terminated, _, info = env.play(action)
         if "info" in context:
-            context["info"].update(result.info)
-        content = "\n".join(m["content"] for m in result.messages)
-        return ToolResult(content, reward=result.reward, terminate=result.terminated)
+            context["info"].update(info)
+        content = "\n".join(m["content"] for m in messages)
+        return ToolResult(content, reward=reward, terminate=terminated)

@@ -5,15 +5,28 @@ from __future__ import annotations
 import math
 import random
 import re
+from functools import lru_cache
 from typing import Any
 
 from envs.errors import InvalidAction
 from envs.games.text_game import TextGame, non_ascii_digits, one_move
-from envs.messages import system, user
+from envs.messages import user
 from envs.step_result import StepResult
 
 # A number not inside a word or after a decimal point; a `-` right after a digit is a dash (`1-100`).
 _NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?")
+_SYSTEM_PROMPT = "You are playing a number guessing game."
+
+
+@lru_cache(maxsize=64)
+def _game_constants(low: int, high: int, max_guesses: int) -> tuple[str, int, int]:
+    """(opening prompt, guesses binary search needs, digits of `high`) of one range, built once."""
+    prompt = (
+        f"I am thinking of a whole number between {low} and {high}. "
+        f"You have {max_guesses} guesses. After each guess I say whether the number is higher or lower. "
+        "Reply with your guess: one whole number."
+    )
+    return prompt, math.ceil(math.log2(high - low + 1)), len(str(high))
 
 
 class GuessNumberEnv(TextGame[int]):
@@ -53,31 +66,35 @@ class GuessNumberEnv(TextGame[int]):
     def _start(self, params: dict[str, Any]):
         self.low, self.high = params["low"], params["high"]
         self.max_guesses = params["max_guesses"]
-        self.secret = int(self.np_random.integers(self.low, self.high + 1))
+        # quick_random, not np_random: numpy's draw alone cost more than the rest of an episode.
+        self.secret = self.quick_random.integers(self.low, self.high + 1)
         self.guesses: list[int] = []
         # What the feedback so far has revealed; the expert plays from this, never from `secret`.
         self.known_low, self.known_high = self.low, self.high
-        self.optimal_guesses = math.ceil(math.log2(self.high - self.low + 1))
-        prompt = (
-            f"I am thinking of a whole number between {self.low} and {self.high}. "
-            f"You have {self.max_guesses} guesses. After each guess I say whether the number is higher or lower. "
-            "Reply with your guess: one whole number."
+        prompt, self.optimal_guesses, self._high_digits = _game_constants(
+            self.low, self.high, self.max_guesses
         )
-        opening = [system("You are playing a number guessing game."), user(prompt)]
+        opening = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
         return opening, {"max_guesses": self.max_guesses}
 
     def parse_action(self, text: str) -> int:
         """The guess: the one number in the reply (the same number repeated counts once)."""
         stripped = text.strip()
-        if not stripped:
-            raise InvalidAction("the reply is empty")
-        if stripped.isascii() and stripped.isdigit():
+        if stripped.isdigit() and stripped.isascii():
             # The usual reply, read as the general path below reads it: one run of ASCII digits is the
             # one match of _NUMBER, with the same length and range checks.
-            digits = stripped.lstrip("0") or "0"
-            if len(digits) > len(str(self.high)):
-                raise InvalidAction(f"{stripped[:20]}... is outside {self.low}..{self.high}")
-            return self._in_range(int(digits))
+            if len(stripped) <= self._high_digits:  # short enough without dropping leading zeros
+                guess = int(stripped)
+            else:
+                digits = stripped.lstrip("0") or "0"
+                if len(digits) > self._high_digits:
+                    raise InvalidAction(f"{stripped[:20]}... is outside {self.low}..{self.high}")
+                guess = int(digits)
+            if self.low <= guess <= self.high:  # `_in_range`, inlined on the usual path
+                return guess
+            raise InvalidAction(f"{guess} is outside {self.low}..{self.high}")
+        if not stripped:
+            raise InvalidAction("the reply is empty")
         # isdigit() admits superscripts and other digits int() rejects; only ASCII digits are a guess.
         if non_ascii_digits(stripped):
             raise InvalidAction("write the number with the digits 0-9")
@@ -86,7 +103,7 @@ class GuessNumberEnv(TextGame[int]):
             if "." in written:
                 raise InvalidAction(f"{written[:40]} is not a whole number")
             digits = written.lstrip("-").lstrip("0") or "0"
-            if len(digits) > len(str(self.high)):
+            if len(digits) > self._high_digits:
                 # Out of range anyway; int() of thousands of digits would raise instead of answering.
                 raise InvalidAction(f"{written[:20]}... is outside {self.low}..{self.high}")
             found.append((written, -int(digits) if written.startswith("-") else int(digits)))
@@ -126,10 +143,12 @@ class GuessNumberEnv(TextGame[int]):
                 info={"success": True, "guesses": n},
             )
         if action < self.secret:
-            self.known_low = max(self.known_low, action + 1)
+            if action >= self.known_low:
+                self.known_low = action + 1
             hint = "higher"
         else:
-            self.known_high = min(self.known_high, action - 1)
+            if action <= self.known_high:
+                self.known_high = action - 1
             hint = "lower"
         left = self.max_guesses - n
         if left == 0:
@@ -141,10 +160,15 @@ class GuessNumberEnv(TextGame[int]):
                 terminated=True,
                 info={"success": False, "guesses": n},
             )
-        answer = f"{action} is wrong. The number is {hint}."
         if self.reveal_range:
-            answer += f" It is between {self.known_low} and {self.known_high}."
-        return StepResult([user(f"{answer} {left} guesses left.")], wasted)
+            text = (
+                f"{action} is wrong. The number is {hint}. "
+                f"It is between {self.known_low} and {self.known_high}. {left} guesses left."
+            )
+        else:
+            text = f"{action} is wrong. The number is {hint}. {left} guesses left."
+        # Every turn but the last ends here: the plain 5-tuple (and message dict) skip two constructors.
+        return [{"role": "user", "content": text}], wasted, False, False, {}
 
     def expert_action(self) -> str:
         """Binary search on what the feedback has revealed."""

@@ -103,18 +103,28 @@ class TextGame(TextEnv, Generic[A]):
         return difficulty
 
     def _reset(self, options: dict[str, Any]):
-        difficulty = self._check_difficulty(options.pop("difficulty", self.difficulty))
+        difficulty = options.pop("difficulty", self.difficulty) if options else self.difficulty
+        params = self.difficulties.get(difficulty)
+        if params is None:
+            self._check_difficulty(difficulty)  # raises, naming the valid ones
         self.won = False
-        messages, info = self._start(dict(self.difficulties[difficulty]))
+        messages, info = self._start(dict(params))
         info["difficulty"] = difficulty
         return messages, info
 
-    def _respond(self, turn: AssistantTurn) -> StepResult:
+    def _read_and_play(self, text: str) -> StepResult:
+        """Read the move from the text and play it; an unreadable move is a format error."""
         try:
-            action = self.parse_action(turn.content)
+            action = self.parse_action(text)
         except InvalidAction as e:
             return self._format_error(str(e))
         return self.play(action)
+
+    # A plain reply goes straight to the game, with no AssistantTurn built for it.
+    _respond_text = _read_and_play
+
+    def _respond(self, turn: AssistantTurn) -> StepResult:
+        return self._read_and_play(turn.content)
 
     def own_tools(self) -> list[Tool]:
         """The game's action tool, so a model can move by tool call as well as by text.

@@ -33,6 +33,13 @@ class ActionFormat(TextWrapper):
             return self._after_step(result)
         return self._refusal()
 
+    def reset(self, *, seed=None, options=None):
+        """TextWrapper's reset with `on_reset` inlined: it runs once per episode of every env."""
+        opening = self.env.reset(seed=seed, options=options)
+        self._ended = None
+        self._consecutive = 0
+        return opening
+
     def on_reset(self, messages, info):
         """Forget earlier episodes' errors."""
         self._consecutive = 0

@@ -26,6 +26,13 @@ class MaxTurns(TextWrapper):
             return self._after_step(result)
         return self._refusal()
 
+    def reset(self, *, seed=None, options=None):
+        """TextWrapper's reset with `on_reset` inlined: it runs once per episode of every env."""
+        opening = self.env.reset(seed=seed, options=options)
+        self._ended = None
+        self._turns = 0
+        return opening
+
     def on_reset(self, messages, info):
         """Start counting from zero."""
         self._turns = 0

@@ -20,3 +20,17 @@ def test_import_envs_pulls_nothing_heavy():
 def test_import_tools_pulls_no_ml_stack():
     loaded = _modules_after("import tools")
     assert not [m for m in ["torch", "verl", "transformers", "pandas", "ray", "fastapi"] if m in loaded]
+
+
+def test_plain_text_episodes_touch_no_tool_machinery():
+    # make + seeded reset + text replies, as verl's agent loop plays a game: no pydantic model, no tool
+    # registry, no tool-call parser, no numpy generator (guess-number draws from quick_random).
+    loaded = _modules_after(
+        "import envs\n"
+        "for seed in range(20):\n"
+        "    env = envs.make('guess-number-v0'); env.reset(seed=seed); done = False\n"
+        "    while not done: done = any(env.step(env.unwrapped.expert_action())[2:4])\n"
+        "    assert env.unwrapped._tool_prototypes is None and env.unwrapped._generator is None\n"
+        "del env"  # back at the top level, where `_modules_after` appends its print
+    )
+    assert not [m for m in ["pydantic", "tools.registry", "tools.calls"] if m in loaded]

@@ -1,7 +1,9 @@
 """TextEnv behaviour on guess-number: formats, tool calls, wrappers, async stepping, rendering."""
 
 import asyncio
+from collections import Counter
 
+import numpy as np
 import pytest
 
 import envs
@@ -330,6 +332,53 @@ def test_seeded_generator_is_gymnasiums():
     assert np_random(None)[0] is not None
 
 
+def test_reset_seed_builds_gymnasiums_generator_on_first_use():
+    from gymnasium.utils import seeding
+
+    env = envs.make("guess-number-v0").unwrapped
+    env.reset(seed=11)
+    assert env.np_random_seed == 11
+    # Recorded at reset, built on first read: the stream Gymnasium's reset(seed=11) gives.
+    theirs, _ = seeding.np_random(11)
+    assert env.np_random.integers(0, 2**63, 8).tolist() == theirs.integers(0, 2**63, 8).tolist()
+    env.reset()  # unseeded: the same generator goes on
+    assert env.np_random.integers(0, 2**63, 8).tolist() == theirs.integers(0, 2**63, 8).tolist()
+    env.np_random = np.random.default_rng(3)  # set by hand, as Gymnasium allows: seed unknown
+    assert env.np_random_seed == -1
+    env.reset(seed=11)
+    assert env.np_random_seed == 11 and env.np_random.integers(0, 2**63) == seeding.np_random(11)[0].integers(
+        0, 2**63
+    )
+    with pytest.raises(Exception, match="greater or equal to zero"):
+        env.reset(seed=-1)
+
+
+def test_quick_random_is_seeded_from_the_reset_seed():
+    from envs.splitmix import SplitMix64
+
+    assert SplitMix64(0).next_u64() == 0xE220A8397B1DCDAF  # the reference SplitMix64 stream
+    env = envs.make("guess-number-v0").unwrapped
+    reference = SplitMix64(5)
+    secret = reference.integers(1, 101)
+    env.reset(seed=5)
+    assert env.secret == secret
+    assert [env.quick_random.integers(0, 1000) for _ in range(4)] == [
+        reference.integers(0, 1000) for _ in range(4)
+    ]
+    # Never seeded: seeded from np_random's seed, so np_random_seed says which episode it was.
+    fresh = envs.make("guess-number-v0").unwrapped
+    fresh.reset()
+    assert fresh.secret == SplitMix64(fresh.np_random_seed).integers(1, 101)
+    # A generator set by hand seeds it instead.
+    hand = envs.make("guess-number-v0").unwrapped
+    hand.np_random = np.random.default_rng(9)
+    hand.reset()
+    seed = int(np.random.default_rng(9).integers(0, 2**63))
+    assert hand.secret == SplitMix64(seed).integers(1, 101)
+    counts = Counter(SplitMix64(s).integers(1, 7) for s in range(6000))
+    assert set(counts) == set(range(1, 7)) and min(counts.values()) > 800
+
+
 def test_same_seed_same_episode_and_unseeded_reset_continues():
     a, b = envs.make("guess-number-v0"), envs.make("guess-number-v0")
     a.reset(seed=7)
@@ -434,3 +483,40 @@ def test_tools_live_in_a_tool_registry_forked_per_episode_and_released_at_reset(
     assert closed == [2, 2] and counter.calls == 0  # each episode's copy closed; the prototype untouched
     unknown = {**call, "tool_calls": [{"id": "c1", "name": "nope", "arguments": {}}]}
     assert "Available tools: guess, count" in env.step(unknown)[0][0]["content"]
+
+
+def test_step_result_is_a_named_five_tuple():
+    import pickle
+
+    from envs import StepResult
+
+    result = StepResult([{"role": "user", "content": "hi"}], 0.5, terminated=True)
+    messages, reward, terminated, truncated, info = result
+    assert (result.messages, result.reward, result.terminated, result.truncated) == (
+        messages,
+        0.5,
+        True,
+        False,
+    )
+    assert info == {} and StepResult([]).info is not StepResult([]).info  # a dict of its own each
+    changed = result.replace(reward=1.0)
+    assert changed.reward == 1.0 and result.reward == 0.5 and changed.messages is messages
+    assert pickle.loads(pickle.dumps(result)) == result
+    with pytest.raises(TypeError, match="no field"):
+        result.replace(score=1)
+
+
+def test_a_game_overriding_respond_sees_every_text_reply():
+    from envs.games.guess_number import GuessNumberEnv
+
+    seen = []
+
+    class Watched(GuessNumberEnv):
+        def _respond(self, turn):
+            seen.append(turn.content)
+            return super()._respond(turn)
+
+    env = Watched()
+    env.reset(seed=0)
+    env.step("50")
+    assert seen == ["50"]
