@@ -3,6 +3,9 @@ the per-run limits; no isolation) and the `/run_code` server, beside a plain `py
 measured in the same run. The line "full limits vs before" is the cost of the per-run cgroup, seccomp,
 --disable-userns and the tmpfs work dir (budget: 1.20x); "full limits vs bare bwrap" compares the whole
 sandbox with a bare `bwrap --unshare-all --ro-bind / / ... python -c` of the same snippet (goal: 1.20x).
+"Full limits" runs find a spare (cgroup + parked launcher made between calls, as in a rollout where
+tool calls are separated by generation); "no spare" is the same sandbox making its own, as a burst of
+more concurrent runs than spares does.
 
 Usage: .venv/bin/python bench/sandbox.py [--n 40]
 """
@@ -37,6 +40,14 @@ class BeforeLimits(LocalSandbox):
         return bwrap_argv(self.bwrap, workdir, argv, self._extra_ro, hardened=False), workdir
 
     def _workdir_size_mb(self) -> int | None:
+        return None
+
+
+class NoSpares(LocalSandbox):
+    """Full limits without a spare run: the run makes its own cgroup and launcher, which joins the group
+    on the critical path (what a burst of more runs than spares gets)."""
+
+    def _spare_kind(self, memory: int) -> None:
         return None
 
 
@@ -127,6 +138,7 @@ def main() -> None:
 
     local_bwrap = LocalSandbox(isolation="bwrap") if bwrap_path() else None
     local_before = BeforeLimits(isolation="bwrap") if local_bwrap else None
+    local_cold = NoSpares(isolation="bwrap") if local_bwrap else None
     local_plain = LocalSandbox(isolation="none")
     python = local_plain.python
     with socket.socket() as s:
@@ -151,6 +163,7 @@ def main() -> None:
         )
         rows.append(("LocalSandbox before (bwrap+uid+rlimits)", lambda: local_before.run(CODE)))
         rows.append(("LocalSandbox full limits", lambda: local_bwrap.run(CODE)))
+        rows.append(("LocalSandbox full limits, no spare", lambda: local_cold.run(CODE)))
     rows.append(("LocalSandbox isolation=none", lambda: local_plain.run(CODE)))
     rows.append(("/run_code server (FusionSandbox)", lambda: fusion.run(CODE)))
 
@@ -174,6 +187,11 @@ def main() -> None:
             print(
                 f"full limits vs bare bwrap: p50 {full:.1f} / {bare_p50:.1f} ms = {full / bare_p50:.2f}x "
                 "(goal 1.20x)"
+            )
+            cold = p50s["LocalSandbox full limits, no spare"]
+            print(
+                f"full limits without a spare vs bare bwrap: p50 {cold:.1f} / {bare_p50:.1f} ms = "
+                f"{cold / bare_p50:.2f}x (the cgroup join on the critical path)"
             )
             print("limits that hold:")
             for key, text in local_bwrap.limits_report().items():

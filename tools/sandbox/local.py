@@ -12,13 +12,17 @@ import shutil
 import signal
 import sys
 import threading
+from functools import partial
 
 from tools.sandbox.bwrap import SANDBOX_DIR, bwrap_argv, bwrap_problem
 from tools.sandbox.capped_run import run_capped
 from tools.sandbox.cgroup import RunCgroup, sweep_stale
 from tools.sandbox.cgroup import support as cgroup_support
+from tools.sandbox.deferred import defer
 from tools.sandbox.limits import IS_ROOT, Limits
 from tools.sandbox.result import SandboxResult
+from tools.sandbox.spares import Spare, SpareKind, replenish, take
+from tools.sandbox.spawn import launcher_path
 from tools.sandbox.uid_slot import UidSlot
 from tools.sandbox.workdir import make_workdir, read_files, remove_workdir, write_files
 
@@ -49,6 +53,8 @@ _SIGNAL_TEXT = {
 _warned: set[str] = set()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_in_flight = [0]  # runs of this process between start and end (how many spares are worth keeping)
+_in_flight_lock = threading.Lock()
 
 
 def _warn_once(key: str, message: str) -> None:
@@ -75,6 +81,16 @@ def _sweep_once() -> None:
     if not _swept:
         _swept.append(True)
         sweep_stale()
+
+
+def _tear_down(group: RunCgroup | None, workdir: str | None, slot: UidSlot, emptied: bool) -> None:
+    if group is not None:
+        group.remove()
+    if workdir is not None:
+        remove_workdir(workdir)
+    # Nothing leaves its cgroup without root, so an emptied group means no process of the uid is left:
+    # the /proc sweep is only needed without one.
+    slot.release(sweep=not emptied)
 
 
 def _cancelled() -> SandboxResult:
@@ -240,6 +256,14 @@ class LocalSandbox:
             return None
         return RunCgroup(memory, self.nproc, self.cpus, tag=str(uid if uid is not None else "self"))
 
+    def _spare_kind(self, memory: int) -> SpareKind | None:
+        """The spare a run with this memory bound can use: bwrap with cgroups and the C launcher only."""
+        if self._cgroups is None or not self.bwrap or launcher_path() is None:
+            return None
+        # Only bwrap runs' environment is the same for every run (HOME and TMPDIR are inside).
+        env = tuple(sorted(self._env(SANDBOX_DIR).items()))
+        return SpareKind(memory, self.nproc, self.cpus, env)
+
     def _workdir_size_mb(self) -> int | None:
         return self.disk_mb if IS_ROOT else None
 
@@ -297,8 +321,12 @@ class LocalSandbox:
         workdir = None
         group: RunCgroup | None = None
         emptied = False
+        kind = self._spare_kind(memory)
+        spare: Spare | None = take(kind) if kind is not None else None
+        with _in_flight_lock:
+            _in_flight[0] += 1
         try:
-            group = self._run_cgroup(memory, slot.uid)
+            group = spare.group if spare is not None else self._run_cgroup(memory, slot.uid)
             workdir = make_workdir(slot.uid, self.workdir_base, self._workdir_size_mb())
             return self._run_in(
                 lang,
@@ -313,18 +341,25 @@ class LocalSandbox:
                 compile_timeout,
                 cancel,
                 group,
+                spare,
             )
         except Exception as exc:  # our own failure, not the code's
             return SandboxResult("sandbox_error", message=f"sandbox failed: {type(exc).__name__}: {exc}")
         finally:
+            if spare is not None and not spare.launcher.used:
+                spare.launcher.discard()
             if group is not None:
                 emptied = group.kill_all()
-                group.remove()
-            # Nothing leaves its cgroup without root, so an emptied group means no process of the uid is
-            # left: the /proc sweep is only needed without one.
-            slot.release(sweep=not emptied)
-            if workdir is not None:
-                remove_workdir(workdir)
+            # Every process of the run is dead by now (its group emptied, or without one its uid swept
+            # in run_capped). Removing the group and unmounting the work dir wait on RCU grace periods:
+            # they happen on the housekeeping thread, and the uid is freed only after them.
+            defer(partial(_tear_down, group, workdir, slot, emptied))
+            with _in_flight_lock:
+                in_flight = _in_flight[0]
+                _in_flight[0] -= 1
+            if kind is not None:
+                # Made on the housekeeping thread while the caller reads this result.
+                replenish(kind, launcher_path(), in_flight)
 
     def _run_in(
         self,
@@ -340,7 +375,10 @@ class LocalSandbox:
         compile_timeout,
         cancel=None,
         group=None,
+        spare=None,
     ) -> SandboxResult:
+        # The spare's launcher starts the first command (compiler or program); a second one starts anew.
+        parked = spare.launcher if spare is not None else None
         source = {"python": "main.py", "bash": "main.sh", "c": "main.c", "cpp": "main.cpp"}[lang]
         write_files(workdir, {**files, source: code}, uid)
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
@@ -357,7 +395,10 @@ class LocalSandbox:
             # cc1plus reserves far more address space than it touches: with a cgroup the run's memory
             # bound (which covers the compiler) is the real limit, so RLIMIT_AS stays generous for it.
             address_space = max(memory, 4096) if group is not None else memory
-            built = self._exec(argv, workdir, uid, None, compile_timeout, address_space, cancel, group)
+            built = self._exec(
+                argv, workdir, uid, None, compile_timeout, address_space, cancel, group, parked
+            )
+            parked = None
             if built.cancelled:
                 return _cancelled()
             failure = self._tool_failure(built)
@@ -383,7 +424,7 @@ class LocalSandbox:
             argv = [self.python, "-I", "-S", "-u", f"{here}/{source}"]
         else:
             argv = ["/bin/bash", f"{here}/{source}"]
-        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory, cancel, group)
+        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory, cancel, group, parked)
         if raw.cancelled:
             return _cancelled()
         failure = self._tool_failure(raw)
@@ -420,7 +461,7 @@ class LocalSandbox:
             result.files = read_files(workdir, fetch, self.max_output_bytes)
         return result
 
-    def _exec(self, argv, workdir, uid, stdin, timeout, memory, cancel=None, group=None):
+    def _exec(self, argv, workdir, uid, stdin, timeout, memory, cancel=None, group=None, parked=None):
         command, cwd = self._command(argv, workdir)
         limits = Limits(
             cpu_s=math.ceil(timeout) + 1,
@@ -442,6 +483,8 @@ class LocalSandbox:
             cgroup_procs=group.procs_files if group is not None else (),
             cpu_seconds=group.cpu_seconds if group is not None else None,
             cpu_budget_s=timeout * self.cpus if group is not None else math.inf,
+            parked=parked,
+            kill_rest=group.kill_all if group is not None else None,
         )
 
     @staticmethod
