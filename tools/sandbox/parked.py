@@ -50,7 +50,6 @@ class ParkedLauncher:
 
     def launch(self, argv: list[str], *, cwd: str, limits: Limits, uid: int | None) -> subprocess.Popen:
         """Send the command: the launcher lowers rlimits, drops to `uid`, chdirs to `cwd` and execs it."""
-        self.used = True
         keep = SECCOMP_FD_SLOT in argv
         argv = [str(self._seccomp) if a == SECCOMP_FD_SLOT else a for a in argv]
         values = dict(limits.rlimits())
@@ -69,6 +68,7 @@ class ParkedLauncher:
         ]
         if any("\0" in f for f in fields):
             raise ValueError("command arguments must not contain NUL bytes")
+        self.used = True
         payload = b"".join(f.encode() + b"\0" for f in fields)
         data = b"%010d" % len(payload) + payload
         try:
@@ -76,10 +76,15 @@ class ParkedLauncher:
             while view:  # the launcher is reading, so a long command cannot block this for good
                 view = view[os.write(self._orders, view) :]
         except BrokenPipeError:
-            pass  # the launcher died first (e.g. joining failed): its exit code and stderr say why
+            # Died before its orders (joining failed, or killed from outside): not the code's failure.
+            self.proc.wait()
+            why = self.proc.stderr.read().decode(errors="replace").strip() or f"exit {self.proc.returncode}"
+            self.forget()
+            raise RuntimeError(f"the parked launcher exited before its command: {why}") from None
         finally:
-            os.close(self._orders)
-            self._orders = -1
+            if self._orders >= 0:
+                os.close(self._orders)
+                self._orders = -1
         return self.proc
 
     def discard(self) -> None:
@@ -88,14 +93,15 @@ class ParkedLauncher:
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
 
     def forget(self) -> None:
-        """Close this process's end of the orders pipe without sending any (a forked child's copy)."""
+        """Close this process's copies of the launcher's pipes without sending orders (in a forked child:
+        a copy of the stdin pipe left open would keep a run that has no input from reading EOF)."""
         if self._orders >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._orders)
             self._orders = -1
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()

@@ -50,6 +50,9 @@ class Spare:
 _ready: dict[SpareKind, list[Spare]] = {}
 _making: dict[SpareKind, int] = {}
 _lock = threading.Lock()
+# Held while a spare's pipes exist outside `_ready`, and across os.fork(): a forked child then finds every
+# spare in `_ready` and closes its copies of their pipes.
+_creating = threading.Lock()
 
 
 def take(kind: SpareKind) -> Spare | None:
@@ -78,18 +81,20 @@ def replenish(kind: SpareKind, launcher: str, in_flight: int) -> None:
 
 def _make(kind: SpareKind, launcher: str) -> None:
     spare = None
+    group = None
     try:
         group = RunCgroup(kind.memory_mb, kind.nproc, kind.cpus, tag="spare")
-        try:
+        with _creating:
             spare = Spare(group, ParkedLauncher(launcher, group.procs_files, dict(kind.env)))
-        except BaseException:
+            with _lock:
+                _ready.setdefault(kind, []).append(spare)
+    except BaseException:
+        if group is not None:
             group.remove()
-            raise
+        raise
     finally:
         with _lock:
             _making[kind] -= 1
-            if spare is not None:
-                _ready.setdefault(kind, []).append(spare)
 
 
 def spare_groups() -> list[RunCgroup]:
@@ -112,13 +117,17 @@ def discard_all() -> None:
 
 def _forget_after_fork() -> None:
     # The parent owns these spares; a forked child must neither use nor remove them.
-    global _lock
+    global _lock, _creating
     for spare in (s for group in _ready.values() for s in group):
         spare.launcher.forget()
     _ready.clear()
     _making.clear()
-    _lock = threading.Lock()
+    _lock, _creating = threading.Lock(), threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_after_fork)
+os.register_at_fork(
+    before=lambda: _creating.acquire(),
+    after_in_parent=lambda: _creating.release(),
+    after_in_child=_forget_after_fork,
+)
 atexit.register(discard_all)
