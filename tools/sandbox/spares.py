@@ -68,10 +68,13 @@ def take(kind: SpareKind) -> Spare | None:
 
 
 def replenish(kind: SpareKind, launcher: str, in_flight: int) -> None:
-    """Have up to `in_flight` spares of this kind (at most MAX_SPARES) made on the housekeeping thread."""
+    """Have `in_flight` + 1 spares of this kind (at most MAX_SPARES) made on the housekeeping thread.
+
+    One more than the runs in flight: back-to-back calls then take a spare made a whole run earlier,
+    whose launcher has finished joining, not the one still waiting for its grace period."""
     with _lock:
         have = len(_ready.get(kind, ())) + _making.get(kind, 0)
-        missing = min(in_flight, MAX_SPARES) - have
+        missing = min(in_flight + 1, MAX_SPARES) - have
         if missing <= 0:
             return
         _making[kind] = _making.get(kind, 0) + missing
