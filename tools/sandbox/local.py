@@ -120,6 +120,10 @@ class LocalSandbox:
     `cpus` the cores it may use and `timeout_s * cpus` its CPU seconds. Without cgroups the rlimits
     (per process) and size-capped tmpfs (`disk_mb` work dir, `tmpfs_mb` /tmp and /dev/shm) remain;
     `limits_report()` says which hold.
+
+    A bubblewrap run with cgroups starts from a spare when one is ready (`tools.sandbox.spares`: its
+    fresh group and launcher made between calls), and its teardown runs after it returns, on the
+    housekeeping thread (`tools.sandbox.deferred`); every process of the run is killed before it returns.
     """
 
     def __init__(
