@@ -24,7 +24,13 @@ from tools.sandbox.result import SandboxResult
 from tools.sandbox.spares import Spare, SpareKind, replenish, take
 from tools.sandbox.spawn import launcher_path
 from tools.sandbox.uid_slot import UidSlot
-from tools.sandbox.workdir import make_workdir, read_files, remove_workdir, write_files
+from tools.sandbox.workdir import (
+    make_workdir,
+    read_files,
+    remove_workdir,
+    sweep_stale_workdirs,
+    write_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,7 @@ _NONE_WARNING = (
     "rlimits, a private uid (as root), per-run cgroups and a capped work dir apply."
 )
 _swept: list[bool] = []
+_swept_workdir_bases: set[str | None] = set()
 
 
 def _who() -> str:
@@ -81,6 +88,13 @@ def _sweep_once() -> None:
     if not _swept:
         _swept.append(True)
         sweep_stale()
+
+
+def _sweep_workdirs_once(base: str | None) -> None:
+    # So do work dirs (mounted tmpfs, as root) whose teardown had not run yet: once per process and dir.
+    if base not in _swept_workdir_bases:
+        _swept_workdir_bases.add(base)
+        sweep_stale_workdirs(base)
 
 
 def _tear_down(group: RunCgroup | None, workdir: str | None, slot: UidSlot, emptied: bool) -> None:
@@ -186,6 +200,7 @@ class LocalSandbox:
             self._cgroups = None
         if self._cgroups is not None:
             _sweep_once()
+        _sweep_workdirs_once(workdir_base)
         real = os.path.realpath(self.python)
         prefix = os.path.dirname(os.path.dirname(real))
         self._extra_ro = () if real.startswith("/usr/") else (prefix,)
