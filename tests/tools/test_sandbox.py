@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tools.sandbox import LocalSandbox, PythonSession
+from tools.sandbox.deferred import flush
 from tools.sandbox.isolation import UidSlot, bwrap_path
 
 MODES = ["bwrap", "none"] if bwrap_path() else ["none"]
@@ -56,7 +57,9 @@ def _scan_sandbox_processes() -> list[int]:
 
 
 def _workdirs() -> set[str]:
-    """Work dirs of this test's uid range (other processes on the machine may be running sandboxes too)."""
+    """Work dirs of this test's uid range (other processes on the machine may be running sandboxes too),
+    once the runs' teardown handed to the housekeeping thread is done."""
+    flush()
     lo, hi = UidSlot.BASE, UidSlot.BASE + UidSlot.COUNT
     found = set()
     for path in glob.glob(os.path.join(tempfile.gettempdir(), "turngym-sbx-*")):

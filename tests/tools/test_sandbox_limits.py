@@ -17,7 +17,9 @@ import pytest
 
 from tools.sandbox import LocalSandbox, local
 from tools.sandbox.cgroup import RUN_PREFIX, support
+from tools.sandbox.deferred import flush
 from tools.sandbox.isolation import UidSlot, bwrap_path
+from tools.sandbox.spares import discard_all, spare_groups
 
 MB = 1024 * 1024
 HAVE_BWRAP = bwrap_path() is not None
@@ -87,17 +89,19 @@ def _int(directory: str | None, name: str) -> int:
         return 0
 
 
-def _run_groups() -> list[dict[str, str]]:
-    """Live run groups created by this test process, one dict (controller -> dir) per run."""
+def _run_groups(spares: bool = True) -> list[dict[str, str]]:
+    """Live run groups created by this test process, one dict (controller -> dir) per run (with
+    `spares=False`, not counting spare groups no run has used yet)."""
     mine = f"-{os.getpid()}-"
     groups: dict[str, dict[str, str]] = {}
+    unused = {os.path.basename(d) for s in spare_groups() for d in s.dirs.values()}
     for ctl, parent in support().parents.items():
         try:
             names = os.listdir(parent)
         except OSError:
             continue
         for name in names:
-            if name.startswith(RUN_PREFIX) and mine in name:
+            if name.startswith(RUN_PREFIX) and mine in name and (spares or name not in unused):
                 groups.setdefault(name, {})[ctl] = os.path.join(parent, name)
     return list(groups.values())
 
@@ -374,5 +378,17 @@ def test_run_groups_are_removed():
     sb = LocalSandbox(timeout_s=5, memory_mb=256)
     r = sb.run("import subprocess\nsubprocess.Popen(['sleep', '300'])\nprint('started')")
     assert r.stdout == "started\n"
+    assert _uid_range_rss()[1] == 0  # killed before run() returned
+    flush()  # the group's removal is housekeeping
+    assert _run_groups(spares=False) == []
+    # What is left are spare groups, each holding one root launcher that has exec'd nothing.
+    for group in _run_groups():
+        procs = _int_list(group.get("pids") or group["unified"], "cgroup.procs")
+        assert len(procs) <= 1 and all(os.stat(f"/proc/{p}").st_uid == 0 for p in procs)
+    discard_all()
     assert _run_groups() == []
-    assert _uid_range_rss()[1] == 0
+
+
+def _int_list(directory: str, name: str) -> list[int]:
+    with open(os.path.join(directory, name)) as fh:
+        return [int(x) for x in fh.read().split()]

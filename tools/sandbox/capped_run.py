@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tools.sandbox.limits import Limits
+from tools.sandbox.parked import ParkedLauncher
 from tools.sandbox.spawn import spawn
 from tools.sandbox.uid_slot import kill_group, kill_uid
 
@@ -49,24 +50,34 @@ def run_capped(
     cgroup_procs: tuple[str, ...] = (),
     cpu_seconds: Callable[[], float] | None = None,
     cpu_budget_s: float = math.inf,
+    parked: ParkedLauncher | None = None,
+    kill_rest: Callable[[], object] | None = None,
 ) -> RawRun:
     """Run to completion, wall timeout or `cancel`; kill the whole group either way; cap each stream.
 
     With `cpu_seconds` (the run's cgroup CPU counter) the run also ends, as a timeout, once it has used
-    more than `cpu_budget_s` CPU seconds since it started (checked every 0.2 s).
+    more than `cpu_budget_s` CPU seconds since it started (checked every 0.2 s). `parked` (already in the
+    run's cgroups, started with `env`) runs the command instead of a new launcher. `kill_rest` ends what
+    the process group leaves behind (default: a /proc sweep of `uid`; the run's cgroup does it cheaper).
     """
     start = time.perf_counter()
-    proc = spawn(
-        argv,
-        cwd=cwd,
-        env=env,
-        limits=limits,
-        uid=uid,
-        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cgroup_procs=cgroup_procs,
-    )
+    if parked is not None:
+        proc = parked.launch(argv, cwd=cwd, limits=limits, uid=uid)
+        if not stdin:
+            proc.stdin.close()  # parked with a pipe for stdin: without input the code reads EOF at once
+            proc.stdin = None
+    else:
+        proc = spawn(
+            argv,
+            cwd=cwd,
+            env=env,
+            limits=limits,
+            uid=uid,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cgroup_procs=cgroup_procs,
+        )
     cpu = _CpuBudget(cpu_seconds, cpu_budget_s, start)
     pipes = _Pipes(proc, stdin, max_output_bytes)
     deadline = start + timeout_s
@@ -82,7 +93,7 @@ def run_capped(
                 wait = min(wait, 0.05)  # an Event cannot wake select(): poll it (cancel within 50 ms)
             pipes.pump(min(wait, cpu.until_check(now)))
     finally:
-        _end(proc, uid)
+        _end(proc, uid, kill_rest)
         pipes.close()
     ended = stop in ("timeout", "cpu", "cancelled")
     return RawRun(
@@ -116,12 +127,14 @@ def _stop_reason(
     return ""
 
 
-def _end(proc: subprocess.Popen, uid: int | None) -> None:
+def _end(proc: subprocess.Popen, uid: int | None, kill_rest: Callable[[], object] | None) -> None:
     kill_group(proc.pid)
     proc.wait()  # SIGKILLed or already exited: returns at once
-    # Always sweep the private uid: a PID namespace's teardown is not finished when bwrap is reaped,
-    # and without bwrap a daemon may have left the process group.
-    if uid is not None:
+    # Always end the rest: a PID namespace's teardown is not finished when bwrap is reaped, and without
+    # bwrap a daemon may have left the process group.
+    if kill_rest is not None:
+        kill_rest()
+    elif uid is not None:
         kill_uid(uid)
 
 

@@ -317,7 +317,7 @@ def sweep_stale() -> int:
             parts = name.split("-")
             if not name.startswith(RUN_PREFIX) or len(parts) < 5 or not parts[-2].isdigit():
                 continue
-            if _alive(int(parts[-2])):
+            if pid_alive(int(parts[-2])):
                 continue
             path = os.path.join(parent, name)
             with contextlib.suppress(OSError, ValueError):
@@ -330,7 +330,8 @@ def sweep_stale() -> int:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -12,15 +12,25 @@ import shutil
 import signal
 import sys
 import threading
+from functools import partial
 
 from tools.sandbox.bwrap import SANDBOX_DIR, bwrap_argv, bwrap_problem
 from tools.sandbox.capped_run import run_capped
 from tools.sandbox.cgroup import RunCgroup, sweep_stale
 from tools.sandbox.cgroup import support as cgroup_support
+from tools.sandbox.deferred import defer
 from tools.sandbox.limits import IS_ROOT, Limits
 from tools.sandbox.result import SandboxResult
+from tools.sandbox.spares import Spare, SpareKind, replenish, take
+from tools.sandbox.spawn import launcher_path
 from tools.sandbox.uid_slot import UidSlot
-from tools.sandbox.workdir import make_workdir, read_files, remove_workdir, write_files
+from tools.sandbox.workdir import (
+    make_workdir,
+    read_files,
+    remove_workdir,
+    sweep_stale_workdirs,
+    write_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +59,8 @@ _SIGNAL_TEXT = {
 _warned: set[str] = set()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_in_flight = [0]  # runs of this process between start and end (how many spares are worth keeping)
+_in_flight_lock = threading.Lock()
 
 
 def _warn_once(key: str, message: str) -> None:
@@ -64,6 +76,7 @@ _NONE_WARNING = (
     "rlimits, a private uid (as root), per-run cgroups and a capped work dir apply."
 )
 _swept: list[bool] = []
+_swept_workdir_bases: set[str | None] = set()
 
 
 def _who() -> str:
@@ -75,6 +88,23 @@ def _sweep_once() -> None:
     if not _swept:
         _swept.append(True)
         sweep_stale()
+
+
+def _sweep_workdirs_once(base: str | None) -> None:
+    # So do work dirs (mounted tmpfs, as root) whose teardown had not run yet: once per process and dir.
+    if base not in _swept_workdir_bases:
+        _swept_workdir_bases.add(base)
+        sweep_stale_workdirs(base)
+
+
+def _tear_down(group: RunCgroup | None, workdir: str | None, slot: UidSlot, emptied: bool) -> None:
+    if group is not None:
+        group.remove()
+    if workdir is not None:
+        remove_workdir(workdir)
+    # Nothing leaves its cgroup without root, so an emptied group means no process of the uid is left:
+    # the /proc sweep is only needed without one.
+    slot.release(sweep=not emptied)
 
 
 def _cancelled() -> SandboxResult:
@@ -104,6 +134,10 @@ class LocalSandbox:
     `cpus` the cores it may use and `timeout_s * cpus` its CPU seconds. Without cgroups the rlimits
     (per process) and size-capped tmpfs (`disk_mb` work dir, `tmpfs_mb` /tmp and /dev/shm) remain;
     `limits_report()` says which hold.
+
+    A bubblewrap run with cgroups starts from a spare when one is ready (`tools.sandbox.spares`: its
+    fresh group and launcher made between calls), and its teardown runs after it returns, on the
+    housekeeping thread (`tools.sandbox.deferred`); every process of the run is killed before it returns.
     """
 
     def __init__(
@@ -166,6 +200,7 @@ class LocalSandbox:
             self._cgroups = None
         if self._cgroups is not None:
             _sweep_once()
+        _sweep_workdirs_once(workdir_base)
         real = os.path.realpath(self.python)
         prefix = os.path.dirname(os.path.dirname(real))
         self._extra_ro = () if real.startswith("/usr/") else (prefix,)
@@ -240,6 +275,14 @@ class LocalSandbox:
             return None
         return RunCgroup(memory, self.nproc, self.cpus, tag=str(uid if uid is not None else "self"))
 
+    def _spare_kind(self, memory: int) -> SpareKind | None:
+        """The spare a run with this memory bound can use: bwrap with cgroups and the C launcher only."""
+        if self._cgroups is None or not self.bwrap or launcher_path() is None:
+            return None
+        # Only bwrap runs' environment is the same for every run (HOME and TMPDIR are inside).
+        env = tuple(sorted(self._env(SANDBOX_DIR).items()))
+        return SpareKind(memory, self.nproc, self.cpus, env)
+
     def _workdir_size_mb(self) -> int | None:
         return self.disk_mb if IS_ROOT else None
 
@@ -297,8 +340,12 @@ class LocalSandbox:
         workdir = None
         group: RunCgroup | None = None
         emptied = False
+        kind = self._spare_kind(memory)
+        spare: Spare | None = take(kind) if kind is not None else None
+        with _in_flight_lock:
+            _in_flight[0] += 1
         try:
-            group = self._run_cgroup(memory, slot.uid)
+            group = spare.group if spare is not None else self._run_cgroup(memory, slot.uid)
             workdir = make_workdir(slot.uid, self.workdir_base, self._workdir_size_mb())
             return self._run_in(
                 lang,
@@ -313,18 +360,25 @@ class LocalSandbox:
                 compile_timeout,
                 cancel,
                 group,
+                spare,
             )
         except Exception as exc:  # our own failure, not the code's
             return SandboxResult("sandbox_error", message=f"sandbox failed: {type(exc).__name__}: {exc}")
         finally:
+            if spare is not None and not spare.launcher.used:
+                spare.launcher.discard()
             if group is not None:
                 emptied = group.kill_all()
-                group.remove()
-            # Nothing leaves its cgroup without root, so an emptied group means no process of the uid is
-            # left: the /proc sweep is only needed without one.
-            slot.release(sweep=not emptied)
-            if workdir is not None:
-                remove_workdir(workdir)
+            # Every process of the run is dead by now (its group emptied, or without one its uid swept
+            # in run_capped). Removing the group and unmounting the work dir wait on RCU grace periods:
+            # they happen on the housekeeping thread, and the uid is freed only after them.
+            defer(partial(_tear_down, group, workdir, slot, emptied))
+            with _in_flight_lock:
+                in_flight = _in_flight[0]
+                _in_flight[0] -= 1
+            if kind is not None:
+                # Made on the housekeeping thread while the caller reads this result.
+                replenish(kind, launcher_path(), in_flight)
 
     def _run_in(
         self,
@@ -340,7 +394,10 @@ class LocalSandbox:
         compile_timeout,
         cancel=None,
         group=None,
+        spare=None,
     ) -> SandboxResult:
+        # The spare's launcher starts the first command (compiler or program); a second one starts anew.
+        parked = spare.launcher if spare is not None else None
         source = {"python": "main.py", "bash": "main.sh", "c": "main.c", "cpp": "main.cpp"}[lang]
         write_files(workdir, {**files, source: code}, uid)
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
@@ -357,7 +414,10 @@ class LocalSandbox:
             # cc1plus reserves far more address space than it touches: with a cgroup the run's memory
             # bound (which covers the compiler) is the real limit, so RLIMIT_AS stays generous for it.
             address_space = max(memory, 4096) if group is not None else memory
-            built = self._exec(argv, workdir, uid, None, compile_timeout, address_space, cancel, group)
+            built = self._exec(
+                argv, workdir, uid, None, compile_timeout, address_space, cancel, group, parked
+            )
+            parked = None
             if built.cancelled:
                 return _cancelled()
             failure = self._tool_failure(built)
@@ -383,7 +443,7 @@ class LocalSandbox:
             argv = [self.python, "-I", "-S", "-u", f"{here}/{source}"]
         else:
             argv = ["/bin/bash", f"{here}/{source}"]
-        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory, cancel, group)
+        raw = self._exec(argv, workdir, uid, stdin_bytes, timeout, memory, cancel, group, parked)
         if raw.cancelled:
             return _cancelled()
         failure = self._tool_failure(raw)
@@ -420,7 +480,7 @@ class LocalSandbox:
             result.files = read_files(workdir, fetch, self.max_output_bytes)
         return result
 
-    def _exec(self, argv, workdir, uid, stdin, timeout, memory, cancel=None, group=None):
+    def _exec(self, argv, workdir, uid, stdin, timeout, memory, cancel=None, group=None, parked=None):
         command, cwd = self._command(argv, workdir)
         limits = Limits(
             cpu_s=math.ceil(timeout) + 1,
@@ -442,6 +502,8 @@ class LocalSandbox:
             cgroup_procs=group.procs_files if group is not None else (),
             cpu_seconds=group.cpu_seconds if group is not None else None,
             cpu_budget_s=timeout * self.cpus if group is not None else math.inf,
+            parked=parked,
+            kill_rest=group.kill_all if group is not None else None,
         )
 
     @staticmethod

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -512,6 +513,10 @@ def main(argv: list[str] | None = None) -> None:
         max_memory_mb=args.max_memory_mb,
         max_body_mb=args.max_body_mb,
     )
+    # uvicorn re-raises SIGTERM once its graceful shutdown is done; as SystemExit the interpreter then
+    # exits normally, so the sandbox housekeeping queued by the last runs (unmounting their work dirs,
+    # removing their cgroups) and the spares' cleanup still happen instead of dying with the process.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     # On shutdown, runs still going after 5 s are cancelled (their processes killed) rather than awaited.
     uvicorn.run(
         app,

@@ -7,11 +7,17 @@ import os
 import shutil
 import tempfile
 
+from tools.sandbox.cgroup import pid_alive
+
+PREFIX = "turngym-sbx-"
+_RANDOM_LEN = 8  # what tempfile.mkdtemp appends
+
 
 def make_workdir(uid: int | None, base: str | None = None, size_mb: int | None = None) -> str:
     """A private temp dir owned by `uid`; with `size_mb` (root only) a tmpfs of that size, so what the
-    code writes there is bounded in total, not only per file."""
-    path = tempfile.mkdtemp(prefix="turngym-sbx-", dir=base)
+    code writes there is bounded in total, not only per file. Its name carries this process's pid
+    (`turngym-sbx-p<pid>_XXXXXXXX`), so `sweep_stale_workdirs` can tell when its owner is gone."""
+    path = tempfile.mkdtemp(prefix=f"{PREFIX}p{os.getpid()}_", dir=base)
     if size_mb is not None:
         try:
             mount_tmpfs(path, size_mb, uid)
@@ -91,3 +97,24 @@ def read_files(workdir: str, paths: list[str], limit_bytes: int) -> dict[str, by
         with open(target, "rb") as fh:
             out[rel] = fh.read(limit_bytes)
     return out
+
+
+def sweep_stale_workdirs(base: str | None = None) -> int:
+    """Unmount and delete work dirs whose creating process is gone (killed before its teardown ran);
+    count them. Names without a pid (older versions) are left alone."""
+    root = base or tempfile.gettempdir()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return 0
+    removed = 0
+    for name in names:
+        pid_text, sep, rest = name.removeprefix(PREFIX + "p").partition("_")
+        if not name.startswith(PREFIX + "p") or not sep or not pid_text.isdigit():
+            continue
+        if len(rest) != _RANDOM_LEN or pid_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            remove_workdir(os.path.join(root, name))
+            removed += 1
+    return removed
