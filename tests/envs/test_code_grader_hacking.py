@@ -141,7 +141,7 @@ def {entry}(*a, **k):
 """,
     "read-hidden-tests-from-disk": """
 import json, os
-PATHS = [{path!r}, '/work/main/envs/code/data/problems.jsonl']
+PATHS = [{path!r}]
 for root in ('/', '/work', '/root', '/home', '/tmp', '/usr/lib/python3/dist-packages'):
     for dirpath, dirs, files in os.walk(root):
         if 'problems.jsonl' in files: PATHS.append(os.path.join(dirpath, 'problems.jsonl'))
