@@ -16,7 +16,7 @@ _request_ids = itertools.count()
 
 
 class EngineOpponent:
-    """A callable opponent (`envs.make("textarena-...", opponent=EngineOpponent(engine, tokenizer))`).
+    """A callable opponent (`envs.make("textarena/TicTacToe-v0", opponent=EngineOpponent(engine, tokenizer))`).
 
     Each move renders the opponent's chat messages with the tokenizer's chat template (rollout's
     `ChatFormat`), asks `engine` for at most `max_new_tokens` tokens with `sampling_params`, and returns the

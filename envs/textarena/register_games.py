@@ -1,4 +1,4 @@
-"""Register every adapted TextArena game under `textarena-<game>-v<N>`, from the static table (no TextArena import)."""
+"""Register every adapted TextArena game as `textarena/<TextArena id>`, from the static table (no TextArena import)."""
 
 from __future__ import annotations
 

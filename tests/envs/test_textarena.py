@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -66,7 +67,7 @@ def test_enough_ids_are_adapted_and_registered():
     assert len(ADAPTED) >= 50
     registered = {s.id for s in envs.list_envs() if s.category.startswith("textarena")}
     assert registered == set(ADAPTED)
-    assert envs.spec("textarena-sudoku-v0").kwargs == {"game_id": "Sudoku-v0"}
+    assert envs.spec("textarena/Sudoku-v0").kwargs == {"game_id": "Sudoku-v0"}
 
 
 @pytest.mark.parametrize("env_id", ADAPTED)
@@ -99,13 +100,13 @@ def test_contracts(env_id):
 
 
 def test_registration_does_not_import_textarena():
-    code = "import sys, envs; envs.spec('textarena-sudoku-v0'); print('textarena' in sys.modules)"
+    code = "import sys, envs; envs.spec('textarena/Sudoku-v0'); print('textarena' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
 
 def test_an_episode_plays_to_the_end_with_textarena_rewards():
-    env = envs.make("textarena-guess-the-number-v0")
+    env = envs.make("textarena/GuessTheNumber-v0")
     messages, info = env.reset(seed=3)
     assert info["textarena_id"] == "GuessTheNumber-v0" and "[5]" in messages[0]["content"]
     low, high = 1, 20
@@ -122,7 +123,7 @@ def test_an_episode_plays_to_the_end_with_textarena_rewards():
 
 
 def test_refused_move_is_a_format_error_with_the_games_reason():
-    env = envs.make("textarena-tic-tac-toe-v0")
+    env = envs.make("textarena/TicTacToe-v0")
     env.reset(seed=0)
     messages, reward, terminated, truncated, info = env.step("[42]")
     assert info["format_error"].startswith("invalid move") and "between 0 and 8" in messages[-1]["content"]
@@ -137,13 +138,13 @@ def test_two_player_opponent_is_a_callable():
         text = messages[-1]["content"]
         return next(f"[{i}]" for i in range(9) if f"'[{i}]'" in text)
 
-    env = envs.make("textarena-tic-tac-toe-v0", opponent=first_free_cell)
+    env = envs.make("textarena/TicTacToe-v0", opponent=first_free_cell)
     env.reset(seed=0)
     messages, *_ = env.step("[4]")
     assert seen and seen[0][0]["role"] == "system"
     assert "[Opponent] [0]" in messages[-1]["content"]
     with pytest.raises(ValueError, match="opponent must be"):
-        envs.make("textarena-tic-tac-toe-v0", opponent="grandmaster")
+        envs.make("textarena/TicTacToe-v0", opponent="grandmaster")
 
 
 def test_left_out_ids_say_why_and_are_not_registered():
@@ -157,12 +158,16 @@ def test_left_out_ids_say_why_and_are_not_registered():
         game("NoSuchGame-v0")
 
 
-def test_ids_follow_turngym_rules():
-    assert turngym_id("Sudoku-v0") == "textarena-sudoku-v0"
-    assert turngym_id("Sudoku-v0-very-easy") == "textarena-sudoku-very-easy-v0"
-    assert turngym_id("GuessTheNumber-v0-hardcore") == "textarena-guess-the-number-hardcore-v0"
-    assert turngym_id("2048-v0-3x3") == "textarena-2048-3x3-v0"
-    assert len({g.env_id for g in all_games().values()}) == len(all_games())
+def test_ids_are_textarenas_own_in_the_textarena_namespace():
+    assert turngym_id("Sudoku-v0") == "textarena/Sudoku-v0"
+    assert turngym_id("GuessTheNumber-v0-hardcore") == "textarena/GuessTheNumber-v0-hardcore"
+    for g in adapted_games():
+        assert g.env_id == f"textarena/{g.ta_id}" and envs.spec(g.env_id).kwargs == {"game_id": g.ta_id}
+    # Each is its own Gymnasium id: `textarena/2048-v0-3x3` (the variant after the version) included.
+    assert gymnasium.make("textarena/2048-v0-3x3").unwrapped.game.ta_id == "2048-v0-3x3"
+    assert gymnasium.spec("textarena/Sudoku-v0").version == 0
+    with pytest.raises(envs.UnknownEnvError, match="textarena/Sudoku-v0"):
+        envs.make("textarena-sudoku-v0")  # the earlier lowercase ids are gone; the error names the new one
 
 
 def test_textarena_env_group_composes_without_starting_ray():
@@ -263,7 +268,7 @@ def test_a_served_textarena_game_plays_exactly_like_the_local_one():
                     break
             except httpx.TransportError:
                 time.sleep(0.05)
-        for env_id in ("textarena-tic-tac-toe-v0", "textarena-sudoku-very-easy-v0"):
+        for env_id in ("textarena/TicTacToe-v0", "textarena/Sudoku-v0-very-easy"):
             local, remote = envs.make(env_id), envs.make(env_id, remote=url)
             assert remote.reset(seed=4) == local.reset(seed=4)
             for action in ("[4]", "junk", "", "[0]", "[8]", "[1 1 1]", "[2]", "[6]"):
@@ -279,7 +284,7 @@ def test_a_served_textarena_game_plays_exactly_like_the_local_one():
 
 
 def test_the_agent_can_take_the_second_seat():
-    env = envs.make("textarena-tic-tac-toe-v0", seat=1)
+    env = envs.make("textarena/TicTacToe-v0", seat=1)
     messages, info = env.reset(seed=2)
     assert info["seat"] == 1 and "[Opponent]" in messages[-1]["content"]  # the opponent opened
     free = next(f"[{i}]" for i in range(9) if f"'[{i}]'" in messages[-1]["content"])
@@ -287,9 +292,9 @@ def test_the_agent_can_take_the_second_seat():
     assert info["format_error"] is None and messages
     for bad in (2, "1", True):
         with pytest.raises(ValueError, match="seat must be one of"):
-            envs.make("textarena-tic-tac-toe-v0", seat=bad)
+            envs.make("textarena/TicTacToe-v0", seat=bad)
     with pytest.raises(ValueError, match=r"seat must be one of \[0\]"):
-        envs.make("textarena-sudoku-v0", seat=1)
+        envs.make("textarena/Sudoku-v0", seat=1)
 
 
 @pytest.mark.parametrize("env_id", [g.env_id for g in adapted_games() if g.players == 2])

@@ -11,7 +11,7 @@ from rollout.engine_opponent import EngineOpponent
 from rollout.episode import EpisodeConfig
 from rollout.scripted_engine import ScriptedEngine
 
-GAME = "textarena-tic-tac-toe-v0"
+GAME = "textarena/TicTacToe-v0"
 
 
 def random_cell(turn, rng):
