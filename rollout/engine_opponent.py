@@ -15,6 +15,10 @@ from tools.run_sync import run_sync
 _request_ids = itertools.count()
 
 
+class OpponentEngineError(RuntimeError):
+    """The engine behind an `EngineOpponent` failed to produce a move."""
+
+
 class EngineOpponent:
     """A callable opponent (`envs.make("textarena/TicTacToe-v0", opponent=EngineOpponent(engine, tokenizer))`).
 
@@ -24,10 +28,11 @@ class EngineOpponent:
     request runs through `run_sync` (a worker thread with its own loop when one is running), as `LLMUser`.
 
     With `seed` set, each move's sampling seed is derived from `seed` and the rendered prompt, so the same
-    position gets the same move however episodes interleave. An engine error or an empty reply returns
-    an empty move: the game refuses it and asks again like any invalid move, and an opponent that never
-    moves ends the episode as `opponent_stuck` (truncated). `failures` counts them; the first one is
-    reported on stderr.
+    position gets the same move however episodes interleave. An engine error is raised on (as
+    `OpponentEngineError`): the env asks again and, after `OPPONENT_ERRORS` (3) errors in a row, ends the
+    episode truncated with `info["opponent_stuck"]` and `info["opponent_error"]`, so a dead engine costs
+    three requests, not a turn's worth of tries. An empty reply is an empty move, which the game refuses
+    and asks again like any invalid move. `failures` counts both; the first is reported on stderr.
     """
 
     def __init__(
@@ -57,7 +62,7 @@ class EngineOpponent:
         self.generated_tokens = 0
 
     def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
-        """The opponent's move for `messages` (empty when the engine failed or wrote nothing)."""
+        """The opponent's move for `messages` (empty when the engine wrote nothing); raises when it failed."""
         return run_sync(self.amove(messages))
 
     async def amove(self, messages: Sequence[dict[str, Any]]) -> str:
@@ -71,21 +76,23 @@ class EngineOpponent:
             out = await self.engine.generate(
                 f"opponent-{next(_request_ids)}", prompt_ids=self.format.encode(text), sampling_params=params
             )
-        except Exception as e:  # a failing opponent must not end the run; the game refuses the empty move
-            self._failed(f"{type(e).__name__}: {str(e)[:200]}")
-            return ""
+        except Exception as e:  # the env counts these and ends the episode after a few in a row
+            why = f"{type(e).__name__}: {str(e)[:200]}"
+            self._failed(why, "the env asks again and ends the episode after a few failures in a row")
+            raise OpponentEngineError(f"the opponent's engine failed ({why})") from e
         token_ids = list(getattr(out, "token_ids", None) or [])
         self.generated_tokens += len(token_ids)
         move = self.tokenizer.decode(token_ids, skip_special_tokens=True).strip()
         if not move:
-            self._failed("the engine returned an empty reply")
+            self._failed(
+                "the engine returned an empty reply", "the move counts as invalid and is asked again"
+            )
         return move
 
-    def _failed(self, why: str) -> None:
+    def _failed(self, why: str, what_next: str) -> None:
         self.failures += 1
         if self.failures == 1:
             print(
-                f"turngym: EngineOpponent: {why}; the move counts as invalid and the opponent is asked "
-                "again (check the engine; see `.failures`)",
+                f"turngym: EngineOpponent: {why}; {what_next} (check the engine; see `.failures`)",
                 file=sys.stderr,
             )

@@ -20,8 +20,12 @@ from envs.textarena.opponent import Opponent, resolve_opponent
 # TextArena ends a game after `error_allowance` invalid moves in a row. Here an invalid move is a format
 # error (penalised by ActionFormat, the game's reason shown) and the turn limit bounds the episode.
 _NO_ALLOWANCE_LIMIT = 1 << 30
-# Moves a (random) opponent may try in one turn before the episode is cut as `opponent_stuck`.
+# Moves an opponent may try in one turn before the episode is cut as `opponent_stuck`: the random
+# opponent needs many tries in games whose moves it can only guess (see docs/envs.md, Opponents).
 OPPONENT_ATTEMPTS = 200
+# Opponent calls that may raise in a row (an LLM opponent whose engine is down) before the episode is cut:
+# a broken opponent should end the episode at once, not after OPPONENT_ATTEMPTS slow failures.
+OPPONENT_ERRORS = 3
 # TextArena message types (ObservationType names) the agent is not shown again: its own moves.
 _PLAYER_ACTION = "PLAYER_ACTION"
 
@@ -32,12 +36,14 @@ class TextArenaEnv(TextEnv):
     `reset` returns a system message (the game and its action format) and the game's opening as a user
     message; each `step` passes the reply to the game and returns what the game said since, as one user
     message. In two-player games the agent is player `seat` (0, TextArena's first player, by default) and
-    `opponent` plays the other: "random" (a seeded
-    random move among those the game shows) or a callable taking the opponent's chat messages and
-    returning its move (e.g. a model behind a rollout engine). The reward is TextArena's own, paid on
-    the step that ends the game. A move the game refuses is a format error; the episode goes on.
-    The seed fixes the episode: TextArena's `random` (and, where a game uses it, global `numpy.random`)
-    draws run on an episode-owned generator (`EpisodeRandom`), the opponent draws from the env's.
+    `opponent` plays the other: "random" (a seeded random move among those the game shows) or a callable
+    taking the opponent's chat messages and returning its move (e.g. a model behind a rollout engine).
+    The opponent may try `opponent_attempts` moves per turn; when it finds no valid one, or raises
+    `OPPONENT_ERRORS` times in a row, the episode ends truncated with `info["opponent_stuck"]` (and
+    `info["opponent_error"]` when it raised). The reward is TextArena's own, paid on the step that ends
+    the game. A move the game refuses is a format error; the episode goes on. The seed fixes the
+    episode: TextArena's `random` (and, where a game uses it, global `numpy.random`) draws run on an
+    episode-owned generator (`EpisodeRandom`), the opponent draws from the env's.
     """
 
     reset_options: dict[str, Any] = {}
@@ -48,6 +54,7 @@ class TextArenaEnv(TextEnv):
         game_id: str,
         opponent: str | Opponent = "random",
         seat: int = 0,
+        opponent_attempts: int = OPPONENT_ATTEMPTS,
         tools=None,
         render_mode: str | None = None,
     ):
@@ -70,6 +77,13 @@ class TextArenaEnv(TextEnv):
         if not (callable(opponent) or opponent == "random"):
             resolve_opponent(opponent, None)  # raises the error naming the valid choices
         self.opponent = opponent
+        if (
+            isinstance(opponent_attempts, bool)
+            or not isinstance(opponent_attempts, int)
+            or opponent_attempts < 1
+        ):
+            raise ValueError(f"opponent_attempts must be a whole number >= 1, got {opponent_attempts!r}")
+        self.opponent_attempts = opponent_attempts
         self.action_help = f"Reply with one move: {action_format(self.game.name)}"
         self._ta: Any = None
         self._random: EpisodeRandom | None = None
@@ -154,9 +168,20 @@ class TextArenaEnv(TextEnv):
         state = self._ta.state
         while not state.done and state.current_player_id != self.seat:
             start = len(self._opponent_messages)
-            for _ in range(OPPONENT_ATTEMPTS):
-                self._opponent_messages.append(user(self._view(state.current_player_id) or "(Your move.)"))
-                move = self._opponent(list(self._opponent_messages))
+            errors = 0
+            for _ in range(self.opponent_attempts):
+                if self._opponent_messages[-1]["role"] != "user":  # after an error it is asked the same again
+                    self._opponent_messages.append(
+                        user(self._view(state.current_player_id) or "(Your move.)")
+                    )
+                try:
+                    move = self._opponent(list(self._opponent_messages))
+                except Exception as e:  # an opponent that cannot move (engine down) must not crash the run
+                    errors += 1
+                    if errors >= OPPONENT_ERRORS:
+                        return self._opponent_failed(f"{type(e).__name__}: {str(e)[:200]}", errors)
+                    continue
+                errors = 0
                 self._opponent_messages.append({"role": "assistant", "content": str(move)})
                 mover = state.current_player_id
                 shown = len(state.observations[self.seat])
@@ -172,13 +197,23 @@ class TextArenaEnv(TextEnv):
                 ]  # the agent does not see the opponent's refused tries
             else:
                 said = self._agent_view()
-                note = f"The opponent found no valid move in {OPPONENT_ATTEMPTS} tries; the game stops here."
+                note = f"The opponent found no valid move in {self.opponent_attempts} tries; the game stops here."
                 return StepResult(
                     [user(f"{said}\n\n{note}".strip())], truncated=True, info={"opponent_stuck": True}
                 )
             # A finished turn is kept as what the opponent was shown first and the move the game took.
             del self._opponent_messages[start + 1 : -1]
         return None
+
+    def _opponent_failed(self, error: str, tries: int) -> StepResult:
+        """The episode cut because the opponent raised `tries` times in a row (e.g. its engine is down)."""
+        said = self._agent_view()
+        note = f"The opponent could not move ({error}; {tries} tries); the game stops here."
+        return StepResult(
+            [user(f"{said}\n\n{note}".strip())],
+            truncated=True,
+            info={"opponent_stuck": True, "opponent_error": error},
+        )
 
     # ----- observations ------------------------------------------------------------------------------
     def _agent_view(self) -> str:

@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import check_env
 
 import envs
 from envs.textarena import adapted_games, all_games, game, turngym_id
+from envs.textarena.env import OPPONENT_ERRORS
 from envs.textarena.exclusions import NO_RANDOM_OPENING
 from envs.textarena.opponent import RandomOpponent
 
@@ -145,6 +146,36 @@ def test_two_player_opponent_is_a_callable():
     assert "[Opponent] [0]" in messages[-1]["content"]
     with pytest.raises(ValueError, match="opponent must be"):
         envs.make("textarena/TicTacToe-v0", opponent="grandmaster")
+
+
+def test_an_opponent_that_raises_ends_the_episode_after_a_few_tries():
+    calls = []
+
+    def broken(messages):
+        calls.append(messages)
+        raise ConnectionError("opponent server down")
+
+    env = envs.make("textarena/TicTacToe-v0", opponent=broken)
+    env.reset(seed=0)
+    messages, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and not terminated and reward == 0.0 and len(calls) == OPPONENT_ERRORS
+    assert info["opponent_stuck"] and info["opponent_error"] == "ConnectionError: opponent server down"
+    assert all(c == calls[0] for c in calls)  # asked the same question again, the board included
+    assert "'[0]'" in calls[0][-1]["content"] and "could not move" in messages[-1]["content"]
+
+
+def test_an_opponent_without_a_valid_move_is_cut_after_opponent_attempts():
+    tries = []
+    env = envs.make(
+        "textarena/TicTacToe-v0", opponent=lambda m: tries.append(m) or "[42]", opponent_attempts=5
+    )
+    env.reset(seed=0)
+    messages, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and info["opponent_stuck"] and "opponent_error" not in info and len(tries) == 5
+    assert "no valid move in 5 tries" in messages[-1]["content"]
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(ValueError, match="opponent_attempts"):
+            envs.make("textarena/TicTacToe-v0", opponent_attempts=bad)
 
 
 def test_left_out_ids_say_why_and_are_not_registered():

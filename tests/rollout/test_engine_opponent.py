@@ -5,9 +5,10 @@ import re
 import pytest
 
 import envs
+from envs.textarena.env import OPPONENT_ERRORS
 from rollout.collection import collect
 from rollout.engine import EngineError
-from rollout.engine_opponent import EngineOpponent
+from rollout.engine_opponent import EngineOpponent, OpponentEngineError
 from rollout.episode import EpisodeConfig
 from rollout.scripted_engine import ScriptedEngine
 
@@ -37,13 +38,13 @@ def agent_generated_tokens(traj):
     return sum(traj.loss_mask)
 
 
-@pytest.mark.slow  # the random tiny model rarely writes a legal move: 200 refused tries per episode
+@pytest.mark.slow  # the random tiny model rarely writes a legal move: many refused tries per episode
 def test_collect_with_the_embedded_model_as_opponent(tokenizer, hf_engine):
     """Self-play through one HFEngine: episodes end; only the agent's own tokens are trained on."""
     opponent = EngineOpponent(hf_engine, tokenizer, max_new_tokens=4, seed=0)
     agent = free_cell_opponent_engine(tokenizer)
     trajs = collect(
-        envs.make(GAME, opponent=opponent),
+        envs.make(GAME, opponent=opponent, opponent_attempts=50),
         agent,
         tokenizer,
         2,
@@ -77,22 +78,54 @@ def test_a_seeded_engine_opponent_repeats_its_moves(tokenizer, model_path):
     assert moves(8) != first
 
 
-def test_a_failing_engine_is_refused_then_the_opponent_is_stuck(tokenizer, capsys):
+def test_a_failing_engine_ends_the_episode_after_a_few_requests(tokenizer, capsys):
     engine = free_cell_opponent_engine(tokenizer, fail_first=10**6)
     opponent = EngineOpponent(engine, tokenizer)
     env = envs.make(GAME, opponent=opponent)
     env.reset(seed=0)
-    _, reward, terminated, truncated, info = env.step("[4]")
-    assert truncated and not terminated and info.get("opponent_stuck") and reward == 0.0
-    assert opponent.failures == opponent.moves > 1
+    messages, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and not terminated and info["opponent_stuck"] and reward == 0.0
+    assert engine.calls == opponent.failures == opponent.moves == OPPONENT_ERRORS  # not OPPONENT_ATTEMPTS
+    assert "OpponentEngineError" in info["opponent_error"] and "scripted failure" in info["opponent_error"]
+    assert "The opponent could not move" in messages[-1]["content"]
     err = capsys.readouterr().err
     assert err.count("EngineOpponent") == 1 and "EngineError" in err
 
 
+def test_an_engine_whose_server_is_down_ends_the_episode_quickly(tokenizer):
+    """A real SGLang client with nothing listening: connection refused, three requests, episode over."""
+    import socket
+
+    from rollout.sglang_engine import SGLangEngine
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens here
+    opponent = EngineOpponent(SGLangEngine(f"http://127.0.0.1:{port}", retries=0), tokenizer)
+    env = envs.make(GAME, opponent=opponent, seat=1)  # the opponent opens: reset asks it first
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and info["opponent_stuck"] and opponent.failures == OPPONENT_ERRORS
+    assert "OpponentEngineError" in info["opponent_error"]
+
+
+def test_an_engine_failing_now_and_then_keeps_the_game_going(tokenizer):
+    engine = free_cell_opponent_engine(tokenizer, fail_first=OPPONENT_ERRORS - 1)
+    opponent = EngineOpponent(engine, tokenizer)
+    env = envs.make(GAME, opponent=opponent)
+    env.reset(seed=0)
+    messages, _, terminated, truncated, info = env.step("[4]")
+    assert not truncated and "opponent_error" not in info
+    assert terminated or "[Opponent]" in messages[-1]["content"]
+    assert opponent.failures == OPPONENT_ERRORS - 1 and engine.calls > OPPONENT_ERRORS - 1
+
+
 def test_a_failing_engine_inside_collect_truncates_the_episode(tokenizer):
-    opponent = EngineOpponent(free_cell_opponent_engine(tokenizer, fail_first=10**6), tokenizer)
+    engine = free_cell_opponent_engine(tokenizer, fail_first=10**6)
+    opponent = EngineOpponent(engine, tokenizer)
     trajs = collect(envs.make(GAME, opponent=opponent), free_cell_opponent_engine(tokenizer), tokenizer, 1)
     assert len(trajs) == 1 and trajs[0].termination == "truncated"
+    assert engine.calls == OPPONENT_ERRORS
 
 
 def test_an_empty_reply_is_an_invalid_move(tokenizer):
@@ -109,9 +142,9 @@ def test_the_move_is_capped_and_rendered_with_the_chat_template(tokenizer):
             seen.update(prompt=tokenizer.decode(prompt_ids), params=sampling_params)
             raise EngineError("recorded")
 
-    EngineOpponent(Recording(), tokenizer, max_new_tokens=5, sampling_params={"temperature": 0.0})(
-        [{"role": "system", "content": "Play well."}, {"role": "user", "content": "Board"}]
-    )
+    opponent = EngineOpponent(Recording(), tokenizer, max_new_tokens=5, sampling_params={"temperature": 0.0})
+    with pytest.raises(OpponentEngineError, match="recorded"):
+        opponent([{"role": "system", "content": "Play well."}, {"role": "user", "content": "Board"}])
     messages = [{"role": "system", "content": "Play well."}, {"role": "user", "content": "Board"}]
     assert seen["prompt"] == tokenizer.apply_chat_template(
         messages, tokenize=False, add_generation_prompt=True
