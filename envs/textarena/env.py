@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+from collections.abc import Generator
 from typing import Any
 
 from envs.assistant_turn import AssistantTurn
@@ -100,12 +101,13 @@ class TextArenaEnv(TextEnv):
             self._ta = env_class(**self.game.kwargs)
             self._ta.reset(num_players=self.game.players, seed=ta_seed)
             self._ta.state.error_allowance = _NO_ALLOWANCE_LIMIT
-            ended: StepResult | None = None
-            if self.game.players == 2:
-                self._opponent = resolve_opponent(self.opponent, self.np_random)
-                self._opponent_messages = [system(self._system_prompt())]
-                ended = self._opponent_turns()
-            opening = self._agent_view()
+        ended: StepResult | None = None
+        if self.game.players == 2:
+            self._opponent = resolve_opponent(self.opponent, self.np_random)
+            self._opponent_messages = [system(self._system_prompt())]
+            # `reset` is synchronous: an opponent opening the game is called directly, even an async one.
+            ended = self._drive(self._opponent_turns())
+        opening = self._agent_view()
         messages = [system(self._system_prompt()), user(opening or "(The game has started.)")]
         info = {"textarena_id": self.game.ta_id, "players": self.game.players, "seat": self.seat}
         # The opponent, moving first, found no valid move: the first step ends the episode (reset cannot).
@@ -119,13 +121,23 @@ class TextArenaEnv(TextEnv):
         )
 
     def _respond(self, turn: AssistantTurn) -> StepResult:
+        return self._drive(self._play(turn))
+
+    async def _arespond(self, turn: AssistantTurn) -> StepResult:
+        # An opponent with an async `amove` (EngineOpponent) is awaited: other episodes on the event loop
+        # go on while it generates, and no lock is held meanwhile.
+        return await self._adrive(self._play(turn))
+
+    def _play(self, turn: AssistantTurn) -> Generator[list[Message], str | Exception, StepResult]:
+        """One step: the reply to the game, then the opponent's turns. Yields the opponent's messages each
+        time it must move and is sent its move, or the exception asking for it raised (see `_drive`)."""
         if self._ended_before_start is not None:
             return self._ended_before_start
         text = turn.content
         if not text.strip():
             return self._format_error("the reply is empty")
+        state = self._ta.state
         with self._random, _quiet():
-            state = self._ta.state
             try:
                 done, _ = self._ta.step(text)
             except Exception as e:  # a game that cannot read a reply must not end the run
@@ -133,19 +145,20 @@ class TextArenaEnv(TextEnv):
                 return self._format_error(
                     f"the game could not process this reply ({type(e).__name__}: {str(e)[:200]})"
                 )
-            if not done and state.current_player_id == self.seat and getattr(state, "error_count", 0) > 0:
-                said = self._agent_view()
-                result = StepResult([user(said or "That move is not valid here.")])
-                result.info["format_error"] = f"invalid move: {_reason(said)}"
-                return result
-            if not done and self.game.players == 2:
-                stuck = self._opponent_turns()
-                if stuck is not None:
-                    return stuck
-                done = state.done
+        if not done and state.current_player_id == self.seat and getattr(state, "error_count", 0) > 0:
             said = self._agent_view()
-            if not done:
-                return StepResult([user(said or "(Your move.)")])
+            result = StepResult([user(said or "That move is not valid here.")])
+            result.info["format_error"] = f"invalid move: {_reason(said)}"
+            return result
+        if not done and self.game.players == 2:
+            stuck = yield from self._opponent_turns()
+            if stuck is not None:
+                return stuck
+            done = state.done
+        said = self._agent_view()
+        if not done:
+            return StepResult([user(said or "(Your move.)")])
+        with self._random, _quiet():
             return self._game_over(said)
 
     def _game_over(self, said: str) -> StepResult:
@@ -163,8 +176,45 @@ class TextArenaEnv(TextEnv):
         )
 
     # ----- the other player --------------------------------------------------------------------------
-    def _opponent_turns(self) -> StepResult | None:
-        """Let the opponent move until it is the agent's turn or the game is over; None unless it got stuck."""
+    def _drive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
+        """Run `play` to its end, calling the opponent for each move it asks for."""
+        try:
+            request = next(play)
+            while True:
+                request = play.send(self._ask_opponent(request))
+        except StopIteration as finished:
+            return finished.value
+
+    async def _adrive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
+        """`_drive`, awaiting the opponent's `amove` when it has one."""
+        amove = getattr(self._opponent, "amove", None)
+        try:
+            request = next(play)
+            while True:
+                if amove is None:
+                    move = self._ask_opponent(request)
+                else:
+                    try:
+                        move = await amove(request)
+                    except Exception as e:  # counted by `_opponent_turns`, as in `_ask_opponent`
+                        move = e
+                request = play.send(move)
+        except StopIteration as finished:
+            return finished.value
+
+    def _ask_opponent(self, messages: list[Message]) -> str | Exception:
+        try:
+            return self._opponent(messages)
+        except Exception as e:  # an opponent that cannot move (engine down) must not crash the run
+            return e
+
+    def _opponent_turns(self) -> Generator[list[Message], str | Exception, StepResult | None]:
+        """Let the opponent move until it is the agent's turn or the game is over; None unless it got stuck.
+
+        A generator: it yields the opponent's messages for each move and is sent the move (or the
+        exception the opponent raised), so one game logic serves `step` and `astep`. TextArena runs under
+        the episode's random state only between yields, never while the opponent thinks.
+        """
         state = self._ta.state
         while not state.done and state.current_player_id != self.seat:
             start = len(self._opponent_messages)
@@ -174,19 +224,19 @@ class TextArenaEnv(TextEnv):
                     self._opponent_messages.append(
                         user(self._view(state.current_player_id) or "(Your move.)")
                     )
-                try:
-                    move = self._opponent(list(self._opponent_messages))
-                except Exception as e:  # an opponent that cannot move (engine down) must not crash the run
+                move = yield list(self._opponent_messages)
+                if isinstance(move, Exception):
                     errors += 1
                     if errors >= OPPONENT_ERRORS:
-                        return self._opponent_failed(f"{type(e).__name__}: {str(e)[:200]}", errors)
+                        return self._opponent_failed(f"{type(move).__name__}: {str(move)[:200]}", errors)
                     continue
                 errors = 0
                 self._opponent_messages.append({"role": "assistant", "content": str(move)})
                 mover = state.current_player_id
                 shown = len(state.observations[self.seat])
                 try:
-                    self._ta.step(str(move))
+                    with self._random, _quiet():
+                        self._ta.step(str(move))
                 except Exception:
                     del state.observations[self.seat][shown:]
                     continue

@@ -178,6 +178,46 @@ def test_an_opponent_without_a_valid_move_is_cut_after_opponent_attempts():
             envs.make("textarena/TicTacToe-v0", opponent_attempts=bad)
 
 
+class TakesItsTime:
+    """An async opponent (as EngineOpponent): `astep` awaits `amove`; plain `step` calls it."""
+
+    def __init__(self, log):
+        self.log = log
+
+    async def amove(self, messages):
+        self.log.append("asked")
+        for _ in range(3):
+            await asyncio.sleep(0)  # a real engine awaits its reply here
+        self.log.append("moved")
+        return next(f"[{i}]" for i in range(9) if f"'[{i}]'" in messages[-1]["content"])
+
+    def __call__(self, messages):
+        self.log.append("called")
+        return next(f"[{i}]" for i in range(9) if f"'[{i}]'" in messages[-1]["content"])
+
+
+def test_astep_awaits_an_async_opponent_and_leaves_the_event_loop_free():
+    log = []
+    env = envs.make("textarena/TicTacToe-v0", opponent=TakesItsTime(log))
+    sync_env = envs.make("textarena/TicTacToe-v0", opponent=TakesItsTime([]))
+    env.reset(seed=0)
+    sync_env.reset(seed=0)
+
+    async def other_episode():
+        for _ in range(6):
+            log.append("tick")
+            await asyncio.sleep(0)
+
+    async def both():
+        return (await asyncio.gather(env.unwrapped.astep("[4]"), other_episode()))[0]
+
+    messages, *_ = asyncio.run(both())
+    assert "called" not in log and log.index("asked") < log.index("tick", log.index("asked")) < log.index(
+        "moved"
+    )
+    assert messages == sync_env.step("[4]")[0]  # the same game either way
+
+
 def test_left_out_ids_say_why_and_are_not_registered():
     left_out = [g for g in all_games().values() if g.excluded]
     assert left_out and all(g.excluded for g in left_out)
