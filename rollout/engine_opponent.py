@@ -96,3 +96,36 @@ class EngineOpponent:
                 f"turngym: EngineOpponent: {why}; {what_next} (check the engine; see `.failures`)",
                 file=sys.stderr,
             )
+
+
+# Sampling keys the opponent sets itself: its per-move cap and its own chat template's stop ids.
+_OWN_SAMPLING_KEYS = ("max_tokens", "max_new_tokens", "stop_token_ids")
+
+
+def attach_policy_opponent(
+    env: Any,
+    engine: Engine,
+    tokenizer: Any,
+    *,
+    sampling_params: dict[str, Any] | None = None,
+    max_new_tokens: int = 256,
+    chat_template_kwargs: dict[str, Any] | None = None,
+) -> EngineOpponent | None:
+    """Give an env made with `opponent="self"` an EngineOpponent on `engine`: the policy plays both seats.
+
+    Envs that do not ask for it (`wants_policy_opponent`) are left alone and None is returned. The
+    opponent samples as the agent does (`sampling_params`), with its own per-move cap.
+    """
+    base = getattr(env, "unwrapped", env)
+    if not getattr(base, "wants_policy_opponent", False):
+        return None
+    params = {k: v for k, v in (sampling_params or {}).items() if k not in _OWN_SAMPLING_KEYS}
+    opponent = EngineOpponent(
+        engine,
+        tokenizer,
+        sampling_params=params,
+        max_new_tokens=max_new_tokens,
+        chat_template_kwargs=chat_template_kwargs,
+    )
+    base.attach_policy_opponent(opponent)
+    return opponent

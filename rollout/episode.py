@@ -18,6 +18,7 @@ from typing import Any
 
 from rollout.chat_format import ChatFormat
 from rollout.engine import Engine, EngineRequestError
+from rollout.engine_opponent import attach_policy_opponent
 from rollout.trajectory import Trajectory, TurnRecord
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
@@ -88,6 +89,15 @@ async def run_episode(
     tally = _Tally()
     traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed)
     try:
+        # `opponent="self"` (two-player TextArena games): the policy behind this engine plays the other seat.
+        attach_policy_opponent(
+            env,
+            engine,
+            tokenizer,
+            sampling_params=sampling_params,
+            max_new_tokens=cfg.max_new_tokens or EpisodeConfig.max_new_tokens,
+            chat_template_kwargs=cfg.chat_template_kwargs,
+        )
         t0 = time.perf_counter()
         messages, _ = env.reset(seed=seed, options=options)
         tally.env_s += time.perf_counter() - t0

@@ -16,7 +16,7 @@ from envs.textarena.action_formats import action_format
 from envs.textarena.catalog import Game, game
 from envs.textarena.episode_random import EpisodeRandom
 from envs.textarena.exclusions import NO_RANDOM_OPENING
-from envs.textarena.opponent import Opponent, resolve_opponent
+from envs.textarena.opponent import POLICY_OPPONENT, Opponent, resolve_opponent
 
 # TextArena ends a game after `error_allowance` invalid moves in a row. Here an invalid move is a format
 # error (penalised by ActionFormat, the game's reason shown) and the turn limit bounds the episode.
@@ -37,8 +37,9 @@ class TextArenaEnv(TextEnv):
     `reset` returns a system message (the game and its action format) and the game's opening as a user
     message; each `step` passes the reply to the game and returns what the game said since, as one user
     message. In two-player games the agent is player `seat` (0, TextArena's first player, by default) and
-    `opponent` plays the other: "random" (a seeded random move among those the game shows) or a callable
-    taking the opponent's chat messages and returning its move (e.g. a model behind a rollout engine).
+    `opponent` plays the other: "random" (a seeded random move among those the game shows), "self" (the
+    policy being trained, attached by the rollout with `attach_policy_opponent`) or a callable taking the
+    opponent's chat messages and returning its move (e.g. a model behind a rollout engine).
     The opponent may try `opponent_attempts` moves per turn; when it finds no valid one, or raises
     `OPPONENT_ERRORS` times in a row, the episode ends truncated with `info["opponent_stuck"]` (and
     `info["opponent_error"]` when it raised). The reward is TextArena's own, paid on the step that ends
@@ -75,8 +76,10 @@ class TextArenaEnv(TextEnv):
                 f"in TextArena {game_id!r} the random opponent finds no opening move; "
                 "play seat=0 or pass a callable opponent"
             )
-        if not (callable(opponent) or opponent == "random"):
+        if not (callable(opponent) or opponent in ("random", POLICY_OPPONENT)):
             resolve_opponent(opponent, None)  # raises the error naming the valid choices
+        if opponent == POLICY_OPPONENT and self.game.players != 2:
+            raise ValueError(f"opponent='self' needs a two-player game; {game_id!r} has one player")
         self.opponent = opponent
         if (
             isinstance(opponent_attempts, bool)
@@ -89,6 +92,7 @@ class TextArenaEnv(TextEnv):
         self._ta: Any = None
         self._random: EpisodeRandom | None = None
         self._opponent: Opponent | None = None
+        self._policy_opponent: Opponent | None = None
         self._opponent_messages: list[Message] = []
         self._ended_before_start: StepResult | None = None
 
@@ -103,7 +107,7 @@ class TextArenaEnv(TextEnv):
             self._ta.state.error_allowance = _NO_ALLOWANCE_LIMIT
         ended: StepResult | None = None
         if self.game.players == 2:
-            self._opponent = resolve_opponent(self.opponent, self.np_random)
+            self._opponent = self._policy_opponent or resolve_opponent(self.opponent, self.np_random)
             self._opponent_messages = [system(self._system_prompt())]
             # `reset` is synchronous: an opponent opening the game is called directly, even an async one.
             ended = self._drive(self._opponent_turns())
@@ -113,6 +117,19 @@ class TextArenaEnv(TextEnv):
         # The opponent, moving first, found no valid move: the first step ends the episode (reset cannot).
         self._ended_before_start = ended
         return messages, info
+
+    @property
+    def wants_policy_opponent(self) -> bool:
+        """Whether the opponent is the policy being trained (`opponent="self"`), for a rollout to attach."""
+        return self.opponent == POLICY_OPPONENT
+
+    def attach_policy_opponent(self, opponent: Opponent) -> None:
+        """Play `opponent="self"` with `opponent` (the policy behind the rollout's engine) from the next reset."""
+        if not self.wants_policy_opponent:
+            raise ValueError(f"this env's opponent is {self.opponent!r}, not 'self'")
+        if not callable(opponent):
+            raise TypeError(f"the policy opponent must be callable, got {type(opponent).__name__}")
+        self._policy_opponent = opponent
 
     def _system_prompt(self) -> str:
         return (

@@ -257,6 +257,38 @@ def test_textarena_env_group_composes_without_starting_ray():
         assert messages[-1]["role"] == "user" and info["textarena_id"]
 
 
+def test_textarena_selfplay_group_composes_and_its_envs_wait_for_the_policy():
+    from trainer.compose import compose_config, env_entries
+
+    cfg = compose_config(["env=textarena-selfplay", "trainer.device=cpu"])
+    entries = env_entries(cfg)
+    assert cfg.env.name == "textarena-selfplay" and {e["kwargs"]["opponent"] for e in entries} == {"self"}
+    assert {e["kwargs"].get("seat", 0) for e in entries} == {0, 1}
+    assert abs(sum(e["weight"] for e in entries) - 1.0) < 1e-9
+    for entry in entries:
+        env = envs.make(entry["id"], **entry["kwargs"])
+        assert env.unwrapped.wants_policy_opponent
+        messages, info = env.reset(seed=0)  # dataset rows render openings without a policy: no crash
+        assert messages[-1]["role"] == "user" and info["textarena_id"]
+
+
+def test_opponent_self_without_a_rollout_ends_the_episode_saying_why():
+    env = envs.make("textarena/TicTacToe-v0", opponent="self")
+    env.reset(seed=0)
+    messages, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and info["opponent_stuck"] and "opponent='self'" in info["opponent_error"]
+    with pytest.raises(ValueError, match="two-player"):
+        envs.make("textarena/Sudoku-v0", opponent="self")
+    with pytest.raises(ValueError, match="not 'self'"):
+        envs.make("textarena/TicTacToe-v0").unwrapped.attach_policy_opponent(lambda m: "[0]")
+    attached = envs.make("textarena/TicTacToe-v0", opponent="self")
+    attached.unwrapped.attach_policy_opponent(
+        lambda m: next(f"[{i}]" for i in range(9) if f"'[{i}]'" in m[-1]["content"])
+    )
+    attached.reset(seed=0)
+    assert "[Opponent] [0]" in attached.step("[4]")[0][-1]["content"]
+
+
 _DIGESTS = """
 import hashlib, json, sys
 import numpy as np

@@ -8,7 +8,7 @@ import envs
 from envs.textarena.env import OPPONENT_ERRORS
 from rollout.collection import collect
 from rollout.engine import EngineError
-from rollout.engine_opponent import EngineOpponent, OpponentEngineError
+from rollout.engine_opponent import EngineOpponent, OpponentEngineError, attach_policy_opponent
 from rollout.episode import EpisodeConfig
 from rollout.scripted_engine import ScriptedEngine
 
@@ -126,6 +126,35 @@ def test_a_failing_engine_inside_collect_truncates_the_episode(tokenizer):
     trajs = collect(envs.make(GAME, opponent=opponent), free_cell_opponent_engine(tokenizer), tokenizer, 1)
     assert len(trajs) == 1 and trajs[0].termination == "truncated"
     assert engine.calls == OPPONENT_ERRORS
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_opponent_self_is_the_policy_behind_the_collecting_engine(tokenizer, seat):
+    """`opponent="self"`: run_episode attaches an EngineOpponent on the engine playing the agent."""
+    engine = free_cell_opponent_engine(tokenizer)
+    env = envs.make(GAME, opponent="self", seat=seat)
+    trajs = collect(env, engine, tokenizer, 2, config=EpisodeConfig(max_turns=9))
+    assert len(trajs) == 2 and not trajs.failed
+    agent_turns = sum(len(t.turns) for t in trajs)
+    assert engine.calls > agent_turns  # the opponent's moves came from the same engine
+    for t in trajs:  # the tiny tokenizer's context can fill before the game ends
+        assert t.termination in ("terminated", "truncated", "max_turns", "context_overflow")
+        shown = " ".join(str(m.get("content")) for m in t.messages if m["role"] == "user")
+        assert "[Opponent]" in shown and "could not move" not in shown
+        if seat == 1:
+            assert "[Opponent]" in t.messages[1]["content"]  # the policy opened the game at reset
+
+
+def test_attach_policy_opponent_leaves_other_envs_alone(tokenizer):
+    engine = free_cell_opponent_engine(tokenizer)
+    assert attach_policy_opponent(envs.make(GAME), engine, tokenizer) is None
+    assert attach_policy_opponent(envs.make("guess-number-v0"), engine, tokenizer) is None
+    env = envs.make(GAME, opponent="self")
+    opponent = attach_policy_opponent(
+        env, engine, tokenizer, sampling_params={"temperature": 0.3, "max_tokens": 999}, max_new_tokens=7
+    )
+    assert opponent.sampling_params["temperature"] == 0.3 and opponent.sampling_params["max_new_tokens"] == 7
+    assert "max_tokens" not in opponent.sampling_params
 
 
 def test_an_empty_reply_is_an_invalid_move(tokenizer):
