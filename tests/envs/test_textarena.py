@@ -242,11 +242,15 @@ def test_ids_are_textarenas_own_in_the_textarena_namespace():
 
 
 def test_textarena_env_group_composes_without_starting_ray():
-    from trainer.compose import compose_config, env_entries
+    from trainer.compose import ConfigError, compose_config, env_entries
 
     cfg = compose_config(["env=textarena", "trainer.device=cpu"])
     entries = env_entries(cfg)
     assert cfg.env.name == "textarena" and len(entries) >= 5
+    # No scripted experts: the CPU platform's warm start is left off, and asking for it is an error.
+    assert cfg.turngym.warm_start.enable is False
+    with pytest.raises(ConfigError, match="scripted experts"):
+        compose_config(["env=textarena", "trainer.device=cpu", "turngym.warm_start.enable=true"])
     assert {e["id"] for e in entries} <= set(ADAPTED)
     assert abs(sum(e["weight"] for e in entries) - 1.0) < 1e-9
     ray = sys.modules.get("ray")
