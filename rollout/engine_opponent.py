@@ -33,6 +33,10 @@ class EngineOpponent:
     episode truncated with `info["opponent_stuck"]` and `info["opponent_error"]`, so a dead engine costs
     three requests, not a turn's worth of tries. An empty reply is an empty move, which the game refuses
     and asks again like any invalid move. `failures` counts both; the first is reported on stderr.
+
+    With `max_prompt_tokens`, the oldest exchanges (after the system message) are left out of a prompt
+    that would be longer, so a game that keeps refusing a weak opponent's moves cannot grow its prompt past
+    the engine's context (each refused try adds the move and the game's answer).
     """
 
     def __init__(
@@ -44,6 +48,7 @@ class EngineOpponent:
         max_new_tokens: int = 32,
         seed: int | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
+        max_prompt_tokens: int | None = None,
     ):
         if not callable(getattr(engine, "generate", None)):
             raise TypeError(f"engine must have an async `generate` method, got {type(engine).__name__}")
@@ -57,6 +62,7 @@ class EngineOpponent:
             "max_new_tokens": max_new_tokens,
         }
         self.seed = seed
+        self.max_prompt_tokens = max_prompt_tokens
         self.moves = 0
         self.failures = 0
         self.generated_tokens = 0
@@ -68,16 +74,16 @@ class EngineOpponent:
     async def amove(self, messages: Sequence[dict[str, Any]]) -> str:
         """Async `__call__`."""
         self.moves += 1
-        text = self.format.render(list(messages), add_generation_prompt=True)
+        text, prompt_ids = self._prompt(list(messages))
         params = dict(self.sampling_params)
         if self.seed is not None:
             params["seed"] = zlib.crc32(f"{self.seed}:{text}".encode()) & 0x7FFFFFFF
         try:
             out = await self.engine.generate(
-                f"opponent-{next(_request_ids)}", prompt_ids=self.format.encode(text), sampling_params=params
+                f"opponent-{next(_request_ids)}", prompt_ids=prompt_ids, sampling_params=params
             )
         except Exception as e:  # the env counts these and ends the episode after a few in a row
-            why = f"{type(e).__name__}: {str(e)[:200]}"
+            why = describe_error(e)
             self._failed(why, "the env asks again and ends the episode after a few failures in a row")
             raise OpponentEngineError(f"the opponent's engine failed ({why})") from e
         token_ids = list(getattr(out, "token_ids", None) or [])
@@ -89,6 +95,18 @@ class EngineOpponent:
             )
         return move
 
+    def _prompt(self, messages: list[dict[str, Any]]) -> tuple[str, list[int]]:
+        """The rendered prompt and its ids, the oldest exchanges dropped until it fits `max_prompt_tokens`."""
+        while True:
+            text = self.format.render(messages, add_generation_prompt=True)
+            ids = self.format.encode(text)
+            if self.max_prompt_tokens is None or len(ids) <= self.max_prompt_tokens:
+                return text, ids
+            first = 1 if messages and messages[0]["role"] == "system" else 0
+            if len(messages) - first < 3:  # only the latest question is left: send it as it is
+                return text, ids
+            del messages[first : first + 2]  # an exchange: what the game said and the move
+
     def _failed(self, why: str, what_next: str) -> None:
         self.failures += 1
         if self.failures == 1:
@@ -96,6 +114,15 @@ class EngineOpponent:
                 f"turngym: EngineOpponent: {why}; {what_next} (check the engine; see `.failures`)",
                 file=sys.stderr,
             )
+
+
+def describe_error(error: BaseException) -> str:
+    """`Type: message` of an engine error in one line; a Ray task error is described by its cause."""
+    cause = getattr(error, "cause", None)  # Ray's RayTaskError carries the remote exception here
+    if isinstance(cause, BaseException):
+        error = cause
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {(lines[-1] if lines else '')[:200]}"
 
 
 # Sampling keys the opponent sets itself: its per-move cap and its own chat template's stop ids.
@@ -109,12 +136,14 @@ def attach_policy_opponent(
     *,
     sampling_params: dict[str, Any] | None = None,
     max_new_tokens: int = 256,
+    max_prompt_tokens: int | None = None,
     chat_template_kwargs: dict[str, Any] | None = None,
 ) -> EngineOpponent | None:
     """Give an env made with `opponent="self"` an EngineOpponent on `engine`: the policy plays both seats.
 
     Envs that do not ask for it (`wants_policy_opponent`) are left alone and None is returned. The
-    opponent samples as the agent does (`sampling_params`), with its own per-move cap.
+    opponent samples as the agent does (`sampling_params`), with its own per-move cap, and its prompt is
+    kept within `max_prompt_tokens`.
     """
     base = getattr(env, "unwrapped", env)
     if not getattr(base, "wants_policy_opponent", False):
@@ -126,6 +155,7 @@ def attach_policy_opponent(
         sampling_params=params,
         max_new_tokens=max_new_tokens,
         chat_template_kwargs=chat_template_kwargs,
+        max_prompt_tokens=max_prompt_tokens,
     )
     base.attach_policy_opponent(opponent)
     return opponent

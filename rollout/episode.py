@@ -96,6 +96,7 @@ async def run_episode(
             tokenizer,
             sampling_params=sampling_params,
             max_new_tokens=cfg.max_new_tokens or EpisodeConfig.max_new_tokens,
+            max_prompt_tokens=_opponent_prompt_budget(cfg),
             chat_template_kwargs=cfg.chat_template_kwargs,
         )
         t0 = time.perf_counter()
@@ -126,6 +127,14 @@ async def run_episode(
         traj.failed, traj.termination, traj.error = True, "failed", f"{type(exc).__name__}: {exc}"
     traj.metrics = _metrics(traj, tally, time.perf_counter() - t_start)
     return traj
+
+
+def _opponent_prompt_budget(cfg: EpisodeConfig) -> int | None:
+    """A policy opponent's prompt budget: what the agent's whole episode may hold, less one move."""
+    if cfg.max_prompt_tokens is None:
+        return None
+    per_move = cfg.max_new_tokens or EpisodeConfig.max_new_tokens
+    return max(cfg.max_prompt_tokens, cfg.max_prompt_tokens + cfg.max_response_tokens - per_move)
 
 
 async def _play(play: _Play, traj: Trajectory) -> None:

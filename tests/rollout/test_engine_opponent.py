@@ -7,8 +7,13 @@ import pytest
 import envs
 from envs.textarena.env import OPPONENT_ERRORS
 from rollout.collection import collect
-from rollout.engine import EngineError
-from rollout.engine_opponent import EngineOpponent, OpponentEngineError, attach_policy_opponent
+from rollout.engine import EngineError, EngineRequestError
+from rollout.engine_opponent import (
+    EngineOpponent,
+    OpponentEngineError,
+    attach_policy_opponent,
+    describe_error,
+)
 from rollout.episode import EpisodeConfig
 from rollout.scripted_engine import ScriptedEngine
 
@@ -155,6 +160,49 @@ def test_attach_policy_opponent_leaves_other_envs_alone(tokenizer):
     )
     assert opponent.sampling_params["temperature"] == 0.3 and opponent.sampling_params["max_new_tokens"] == 7
     assert "max_tokens" not in opponent.sampling_params
+
+
+class RecordingEngine:
+    """A real engine that keeps each prompt it is sent and answers with one fixed move."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.prompts = tokenizer, []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params=None):
+        from rollout.engine import Generation
+
+        self.prompts.append(list(prompt_ids))
+        return Generation(token_ids=self.tokenizer.encode("[0]", add_special_tokens=False))
+
+
+def test_a_long_opponent_conversation_is_cut_to_its_prompt_budget(tokenizer):
+    engine = RecordingEngine(tokenizer)
+    messages = [{"role": "system", "content": "Play tic-tac-toe."}]
+    for i in range(40):  # a weak opponent's refused tries pile up within one turn
+        messages += [
+            {"role": "user", "content": f"Board {i}: invalid move, try again."},
+            {"role": "assistant", "content": f"[{i}]"},
+        ]
+    messages.append({"role": "user", "content": "Your move now."})
+    EngineOpponent(engine, tokenizer)(messages)  # no budget: the whole conversation
+    full = len(engine.prompts[-1])
+    assert EngineOpponent(engine, tokenizer, max_prompt_tokens=120)(messages) == "[0]"
+    sent = tokenizer.decode(engine.prompts[-1])
+    assert len(engine.prompts[-1]) <= 120 < full
+    assert "Play tic-tac-toe." in sent and "Your move now." in sent and "Board 0:" not in sent
+
+
+def test_engine_errors_are_described_by_their_cause_in_one_line():
+    class RemoteTaskError(Exception):  # how Ray wraps a remote exception: a traceback, the cause kept
+        def __init__(self, cause):
+            super().__init__("ray::Server.generate() (pid=1)\n  File ...\n" + "x" * 500)
+            self.cause = cause
+
+    described = describe_error(
+        RemoteTaskError(EngineRequestError("prompt of 8244 tokens exceeds the model's 8192"))
+    )
+    assert described == "EngineRequestError: prompt of 8244 tokens exceeds the model's 8192"
+    assert describe_error(ValueError("first\nlast line")) == "ValueError: last line"
 
 
 def test_an_empty_reply_is_an_invalid_move(tokenizer):
