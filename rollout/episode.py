@@ -90,7 +90,7 @@ async def run_episode(
     traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed)
     try:
         # `opponent="self"` (two-player TextArena games): the policy behind this engine plays the other seat.
-        attach_policy_opponent(
+        opponent = attach_policy_opponent(
             env,
             engine,
             tokenizer,
@@ -100,7 +100,10 @@ async def run_episode(
             chat_template_kwargs=cfg.chat_template_kwargs,
         )
         t0 = time.perf_counter()
-        messages, _ = env.reset(seed=seed, options=options)
+        if opponent is None:
+            messages, _ = env.reset(seed=seed, options=options)
+        else:  # the opponent may open the game inside `reset`: generate it without holding this loop
+            messages, _ = await asyncio.to_thread(env.reset, seed=seed, options=options)
         tally.env_s += time.perf_counter() - t0
         tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
         fmt = ChatFormat(tokenizer, tools, cfg.chat_template_kwargs, cfg.tool_call_format)

@@ -1,6 +1,8 @@
 """EngineOpponent: a model behind a rollout engine plays the other seat of a TextArena game."""
 
+import asyncio
 import re
+import threading
 
 import pytest
 
@@ -14,7 +16,7 @@ from rollout.engine_opponent import (
     attach_policy_opponent,
     describe_error,
 )
-from rollout.episode import EpisodeConfig
+from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
 
 GAME = "textarena/TicTacToe-v0"
@@ -148,6 +150,38 @@ def test_opponent_self_is_the_policy_behind_the_collecting_engine(tokenizer, sea
         assert "[Opponent]" in shown and "could not move" not in shown
         if seat == 1:
             assert "[Opponent]" in t.messages[1]["content"]  # the policy opened the game at reset
+
+
+class WaitsForTheLoop:
+    """A scripted engine whose opponent requests wait until a coroutine on the caller's loop has run."""
+
+    def __init__(self, tokenizer):
+        self.inner = free_cell_opponent_engine(tokenizer)
+        self.loop_ran = threading.Event()
+        self.saw_the_loop_run: list[bool] = []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params=None):
+        if request_id.startswith("opponent-"):
+            # Held on the caller's loop (a synchronous reset there), this wait could only time out.
+            self.saw_the_loop_run.append(self.loop_ran.wait(timeout=60))
+        return await self.inner.generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params)
+
+
+def test_a_policy_opening_the_game_leaves_the_event_loop_free(tokenizer):
+    engine = WaitsForTheLoop(tokenizer)
+    env = envs.make(GAME, opponent="self", seat=1)
+
+    async def other_episode():
+        await asyncio.sleep(0)
+        engine.loop_ran.set()
+
+    async def both():
+        episode = run_episode(env, engine, tokenizer, seed=0, config=EpisodeConfig(max_turns=2))
+        return (await asyncio.gather(episode, other_episode()))[0]
+
+    traj = asyncio.run(both())
+    assert not traj.failed and "[Opponent]" in traj.messages[1]["content"]
+    assert engine.saw_the_loop_run and all(engine.saw_the_loop_run)
 
 
 def test_attach_policy_opponent_leaves_other_envs_alone(tokenizer):
