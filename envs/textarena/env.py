@@ -112,6 +112,8 @@ class TextArenaEnv(TextEnv):
             # `reset` is synchronous: an opponent opening the game is called directly, even an async one.
             ended = self._drive(self._opponent_turns())
         opening = self._agent_view()
+        if ended is not None:  # the game's opening and why it stopped (shown again by the first step)
+            opening = str(ended.messages[-1]["content"])
         messages = [system(self._system_prompt()), user(opening or "(The game has started.)")]
         info = {"textarena_id": self.game.ta_id, "players": self.game.players, "seat": self.seat}
         # The opponent, moving first, found no valid move: the first step ends the episode (reset cannot).

@@ -110,7 +110,8 @@ def test_an_engine_whose_server_is_down_ends_the_episode_quickly(tokenizer):
         port = s.getsockname()[1]  # closed again: nothing listens here
     opponent = EngineOpponent(SGLangEngine(f"http://127.0.0.1:{port}", retries=0), tokenizer)
     env = envs.make(GAME, opponent=opponent, seat=1)  # the opponent opens: reset asks it first
-    env.reset(seed=0)
+    opening, _ = env.reset(seed=0)
+    assert "could not move" in opening[-1]["content"] and "Available Moves" in opening[-1]["content"]
     _, reward, terminated, truncated, info = env.step("[4]")
     assert truncated and info["opponent_stuck"] and opponent.failures == OPPONENT_ERRORS
     assert "OpponentEngineError" in info["opponent_error"]
