@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="list registered envs", parents=[imports])
     ls.add_argument("--category", help="only this category")
+    ls.add_argument(
+        "--categories", action="store_true", help="list the categories and how many envs each has"
+    )
     play = sub.add_parser("play", help="play an env in the terminal", parents=[imports])
     play.add_argument("id", help="env id, e.g. guess-number-v0")
     play.add_argument("--seed", type=int, default=None)
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             _show(f"error: --import {module}: {e}", file=sys.stderr)
             return 2
     if args.command == "list":
-        return _list(args.category)
+        return _list_categories() if args.categories else _list(args.category)
     if args.command == "serve":
         from envs.remote.server import serve as run_server
 
@@ -112,11 +115,26 @@ def main(argv: list[str] | None = None) -> int:
 
 def _list(category: str | None) -> int:
     specs = envs.list_envs(category)
+    if not specs and category is not None:
+        known = ", ".join(sorted({s.category for s in envs.list_envs()}))
+        _show(f"error: no env in category {category!r}; categories: {known}", file=sys.stderr)
+        return 2
     width = max((len(s.id) for s in specs), default=2)
     cat_width = max((len(s.category) for s in specs), default=8)
     print(f"{'id':<{width}}  {'category':<{cat_width}}  description")
     for s in specs:
         print(f"{s.id:<{width}}  {s.category:<{cat_width}}  {s.description}")
+    return 0
+
+
+def _list_categories() -> int:
+    counts: dict[str, int] = {}
+    for s in envs.list_envs():
+        counts[s.category] = counts.get(s.category, 0) + 1
+    width = max((len(c) for c in counts), default=8)
+    print(f"{'category':<{width}}  envs")
+    for name, count in counts.items():
+        print(f"{name:<{width}}  {count}")
     return 0
 
 
@@ -173,5 +191,18 @@ def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
             return 0
 
 
+def run() -> int:
+    """`main` for the command line: output cut short by a closed pipe (`| head`) ends quietly."""
+    try:
+        code = main()
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python's documented way (signal module, "Note on SIGPIPE"): point stdout at devnull so the
+        # interpreter's final flush does not raise again, and exit as a cut-short command.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run())

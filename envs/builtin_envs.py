@@ -100,7 +100,7 @@ register(
     max_turns=20,
 )
 
-# TextArena's one- and two-player games (`textarena-<game>-v<N>`), from a static table: TextArena itself
+# TextArena's one- and two-player games (`textarena/<TextArena id>`), from a static table: TextArena itself
 # is imported on the first make.
 from envs.textarena.register_games import register_textarena_games  # noqa: E402
 

@@ -15,7 +15,14 @@ from envs.wrappers import ActionFormat, MaxTurns
 from tools.registration import Registry, check_entry_point, load_entry_point
 
 GYM_NAMESPACE = "turngym"
-_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9\-_.]*-v\d+$")
+# `name-vN`: lowercase, mirrored into Gymnasium as `turngym/name-vN`.
+_PLAIN_ID = re.compile(r"^[a-z0-9][a-z0-9\-_.]*-v\d+$")
+# `namespace/Name-vN[-variant]`: ids taken verbatim from another suite (`textarena/Sudoku-v0`,
+# `textarena/2048-v0-3x3`), already valid Gymnasium ids, so mirrored as themselves. The variant after the
+# version is TextArena's convention; Gymnasium reads such an id as an unversioned name.
+_NAMESPACED_ID = re.compile(
+    r"^(?P<namespace>[a-z0-9][a-z0-9\-_]*)/[A-Za-z0-9][A-Za-z0-9\-_.]*-v\d+(?:-[A-Za-z0-9\-_.]+)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -32,8 +39,8 @@ class EnvSpec:
 
     @property
     def gym_id(self) -> str:
-        """The id under which Gymnasium knows this env."""
-        return f"{GYM_NAMESPACE}/{self.id}"
+        """The id under which Gymnasium knows this env: `turngym/<id>`, or a namespaced id itself."""
+        return self.id if "/" in self.id else f"{GYM_NAMESPACE}/{self.id}"
 
     def load(self) -> Callable[..., Any]:
         """The env class or factory behind `entry_point` (imported once, then cached)."""
@@ -75,13 +82,12 @@ def register(
     format_penalty: float = 0.1,
     **kwargs: Any,
 ) -> EnvSpec:
-    """Register an env under `id` (`name-vN`); `kwargs` become its constructor defaults.
+    """Register an env under `id` (`name-vN`, or `namespace/Name-vN[-variant]`); `kwargs` become its defaults.
 
     Registering an id again with a different spec replaces the earlier one with a warning, as
     Gymnasium's `register` does.
     """
-    if not _ID_PATTERN.match(id):
-        raise ValueError(f"env id {id!r} must look like 'name-v0' (lowercase, digits, '-', ending in -vN)")
+    check_env_id(id)
     check_entry_point(entry_point)
     spec = EnvSpec(id, entry_point, category, description, dict(kwargs), max_turns, format_penalty)
     # Gymnasium would warn again about its mirror `turngym/<id>`: one warning (or none) says it.
@@ -95,6 +101,25 @@ def register(
         order_enforce=False,
     )
     return spec
+
+
+def check_env_id(id: str) -> None:
+    """Raise ValueError unless `id` is `name-vN` or `namespace/Name-vN[-variant]` (see docs/envs.md, Registry)."""
+    if not isinstance(id, str):
+        raise ValueError(f"env id must be a string, got {type(id).__name__}")
+    if _PLAIN_ID.match(id):
+        return
+    namespaced = _NAMESPACED_ID.match(id)
+    if namespaced is None:
+        raise ValueError(
+            f"env id {id!r} must look like 'name-v0' (lowercase, digits, '-', ending in -vN) or "
+            "'namespace/Name-v0[-variant]' (a lowercase namespace, then an id of letters, digits, '-', '_', '.')"
+        )
+    if namespaced["namespace"] == GYM_NAMESPACE:
+        raise ValueError(
+            f"env id {id!r}: the namespace {GYM_NAMESPACE!r} is reserved (plain ids are mirrored into "
+            f"Gymnasium as {GYM_NAMESPACE}/<id>); register the id without it or under another namespace"
+        )
 
 
 def spec(id: str) -> EnvSpec:

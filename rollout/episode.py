@@ -18,6 +18,7 @@ from typing import Any
 
 from rollout.chat_format import ChatFormat
 from rollout.engine import Engine, EngineRequestError
+from rollout.engine_opponent import attach_policy_opponent
 from rollout.trajectory import Trajectory, TurnRecord
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
@@ -88,8 +89,21 @@ async def run_episode(
     tally = _Tally()
     traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed)
     try:
+        # `opponent="self"` (two-player TextArena games): the policy behind this engine plays the other seat.
+        opponent = attach_policy_opponent(
+            env,
+            engine,
+            tokenizer,
+            sampling_params=sampling_params,
+            max_new_tokens=cfg.max_new_tokens or EpisodeConfig.max_new_tokens,
+            max_prompt_tokens=_opponent_prompt_budget(cfg),
+            chat_template_kwargs=cfg.chat_template_kwargs,
+        )
         t0 = time.perf_counter()
-        messages, _ = env.reset(seed=seed, options=options)
+        if opponent is None:
+            messages, _ = env.reset(seed=seed, options=options)
+        else:  # the opponent may open the game inside `reset`: generate it without holding this loop
+            messages, _ = await asyncio.to_thread(env.reset, seed=seed, options=options)
         tally.env_s += time.perf_counter() - t0
         tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
         fmt = ChatFormat(tokenizer, tools, cfg.chat_template_kwargs, cfg.tool_call_format)
@@ -116,6 +130,14 @@ async def run_episode(
         traj.failed, traj.termination, traj.error = True, "failed", f"{type(exc).__name__}: {exc}"
     traj.metrics = _metrics(traj, tally, time.perf_counter() - t_start)
     return traj
+
+
+def _opponent_prompt_budget(cfg: EpisodeConfig) -> int | None:
+    """A policy opponent's prompt budget: what the agent's whole episode may hold, less one move."""
+    if cfg.max_prompt_tokens is None:
+        return None
+    per_move = cfg.max_new_tokens or EpisodeConfig.max_new_tokens
+    return max(cfg.max_prompt_tokens, cfg.max_prompt_tokens + cfg.max_response_tokens - per_move)
 
 
 async def _play(play: _Play, traj: Trajectory) -> None:

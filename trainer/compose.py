@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -109,6 +110,12 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
     final_overrides = budget_overrides(first, user_keys) + final_overrides
     cfg = _compose(final_overrides)
     import_user_modules(list(cfg.turngym.import_modules))
+    if "turngym.warm_start.enable" not in user_keys and cfg.turngym.warm_start.enable:
+        # The CPU platform's default warm start imitates experts; with none to imitate it is left off
+        # (asking for it explicitly is a ConfigError from check_warm_start).
+        with contextlib.suppress(Exception):  # unknown ids are reported by check_config
+            if envs_without_expert(cfg):
+                cfg.turngym.warm_start.enable = False
     try:
         check_config(cfg)
     except (ValueError, TypeError) as exc:
@@ -180,6 +187,13 @@ def check_warm_start(cfg: DictConfig) -> None:
     ws = cfg.turngym.warm_start
     if not ws.enable:
         return
+    without_expert = envs_without_expert(cfg)
+    if without_expert:
+        verb = "has" if len(without_expert) == 1 else "have"
+        raise ConfigError(
+            f"turngym.warm_start imitates scripted experts, and {', '.join(without_expert)} {verb} none "
+            "(TextArena's games have none); drop turngym.warm_start.enable=true"
+        )
     from trainer.warm_start import sft_config
 
     if int(ws.batch_size) < 1 or int(ws.episodes) < int(ws.batch_size):
@@ -234,6 +248,21 @@ def env_entries(cfg: DictConfig) -> list[dict]:
             if "difficulty" not in entry["kwargs"] and _has_difficulties(entry["id"]):
                 entry["kwargs"]["difficulty"] = str(difficulty)
     return entries
+
+
+def envs_without_expert(cfg: DictConfig) -> list[str]:
+    """The mixture's env ids that have no scripted expert (so no warm start demonstrations)."""
+    return sorted({e["id"] for e in env_entries(cfg) if not _has_expert(e["id"])})
+
+
+def _has_expert(env_id: str) -> bool:
+    """Whether the env's class overrides `TextEnv.expert_action` (factories are given the benefit of the doubt)."""
+    import envs
+
+    made_by = envs.spec(env_id).load()
+    if not (isinstance(made_by, type) and issubclass(made_by, envs.TextEnv)):
+        return True
+    return made_by.expert_action is not envs.TextEnv.expert_action
 
 
 def _has_difficulties(env_id: str) -> bool:

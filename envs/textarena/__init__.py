@@ -1,4 +1,4 @@
-"""TextArena 0.7.4's one- and two-player games as turngym envs (`textarena-sudoku-v0`, ...).
+"""TextArena 0.7.4's one- and two-player games as turngym envs (`textarena/Sudoku-v0`, ...).
 
 Registered at `import envs` from a static table (`games.json`); TextArena itself is imported on the first
 `make`. `catalog.game(ta_id)` says why an id is left out. See docs/envs.md.

@@ -8,7 +8,6 @@ the table from an installed TextArena.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 TABLE = Path(__file__).with_name("games.json")
 TEXTARENA_VERSION = "0.7.4"
-ID_PREFIX = "textarena-"
+NAMESPACE = "textarena"
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,8 @@ class Game:
 
 
 def turngym_id(ta_id: str) -> str:
-    """`Sudoku-v0-hard` -> `textarena-sudoku-hard-v0`: lowercase words, the version last (turngym's id rule)."""
-    match = re.fullmatch(r"(?P<name>.+?)-v(?P<version>\d+)(?:-(?P<variant>.+))?", ta_id)
-    if match is None:
-        raise ValueError(f"TextArena id {ta_id!r} does not look like Name-vN[-variant]")
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", match["name"]).lower()
-    variant = re.sub(r"[^a-z0-9]+", "-", f"-{match['variant'].lower()}") if match["variant"] else ""
-    return f"{ID_PREFIX}{words}{variant}-v{match['version']}"
+    """`Sudoku-v0-hard` -> `textarena/Sudoku-v0-hard`: TextArena's id verbatim in the `textarena` namespace."""
+    return f"{NAMESPACE}/{ta_id}"
 
 
 @lru_cache(maxsize=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+from collections.abc import Generator
 from typing import Any
 
 from envs.assistant_turn import AssistantTurn
@@ -15,13 +16,17 @@ from envs.textarena.action_formats import action_format
 from envs.textarena.catalog import Game, game
 from envs.textarena.episode_random import EpisodeRandom
 from envs.textarena.exclusions import NO_RANDOM_OPENING
-from envs.textarena.opponent import Opponent, resolve_opponent
+from envs.textarena.opponent import POLICY_OPPONENT, Opponent, resolve_opponent
 
 # TextArena ends a game after `error_allowance` invalid moves in a row. Here an invalid move is a format
 # error (penalised by ActionFormat, the game's reason shown) and the turn limit bounds the episode.
 _NO_ALLOWANCE_LIMIT = 1 << 30
-# Moves a (random) opponent may try in one turn before the episode is cut as `opponent_stuck`.
+# Moves an opponent may try in one turn before the episode is cut as `opponent_stuck`: the random
+# opponent needs many tries in games whose moves it can only guess (see docs/envs.md, Opponents).
 OPPONENT_ATTEMPTS = 200
+# Opponent calls that may raise in a row (an LLM opponent whose engine is down) before the episode is cut:
+# a broken opponent should end the episode at once, not after OPPONENT_ATTEMPTS slow failures.
+OPPONENT_ERRORS = 3
 # TextArena message types (ObservationType names) the agent is not shown again: its own moves.
 _PLAYER_ACTION = "PLAYER_ACTION"
 
@@ -32,12 +37,15 @@ class TextArenaEnv(TextEnv):
     `reset` returns a system message (the game and its action format) and the game's opening as a user
     message; each `step` passes the reply to the game and returns what the game said since, as one user
     message. In two-player games the agent is player `seat` (0, TextArena's first player, by default) and
-    `opponent` plays the other: "random" (a seeded
-    random move among those the game shows) or a callable taking the opponent's chat messages and
-    returning its move (e.g. a model behind a rollout engine). The reward is TextArena's own, paid on
-    the step that ends the game. A move the game refuses is a format error; the episode goes on.
-    The seed fixes the episode: TextArena's `random` (and, where a game uses it, global `numpy.random`)
-    draws run on an episode-owned generator (`EpisodeRandom`), the opponent draws from the env's.
+    `opponent` plays the other: "random" (a seeded random move among those the game shows), "self" (the
+    policy being trained, attached by the rollout with `attach_policy_opponent`) or a callable taking the
+    opponent's chat messages and returning its move (e.g. a model behind a rollout engine).
+    The opponent may try `opponent_attempts` moves per turn; when it finds no valid one, or raises
+    `OPPONENT_ERRORS` times in a row, the episode ends truncated with `info["opponent_stuck"]` (and
+    `info["opponent_error"]` when it raised). The reward is TextArena's own, paid on the step that ends
+    the game. A move the game refuses is a format error; the episode goes on. The seed fixes the
+    episode: TextArena's `random` (and, where a game uses it, global `numpy.random`) draws run on an
+    episode-owned generator (`EpisodeRandom`), the opponent draws from the env's.
     """
 
     reset_options: dict[str, Any] = {}
@@ -48,6 +56,7 @@ class TextArenaEnv(TextEnv):
         game_id: str,
         opponent: str | Opponent = "random",
         seat: int = 0,
+        opponent_attempts: int = OPPONENT_ATTEMPTS,
         tools=None,
         render_mode: str | None = None,
     ):
@@ -67,13 +76,23 @@ class TextArenaEnv(TextEnv):
                 f"in TextArena {game_id!r} the random opponent finds no opening move; "
                 "play seat=0 or pass a callable opponent"
             )
-        if not (callable(opponent) or opponent == "random"):
+        if not (callable(opponent) or opponent in ("random", POLICY_OPPONENT)):
             resolve_opponent(opponent, None)  # raises the error naming the valid choices
+        if opponent == POLICY_OPPONENT and self.game.players != 2:
+            raise ValueError(f"opponent='self' needs a two-player game; {game_id!r} has one player")
         self.opponent = opponent
+        if (
+            isinstance(opponent_attempts, bool)
+            or not isinstance(opponent_attempts, int)
+            or opponent_attempts < 1
+        ):
+            raise ValueError(f"opponent_attempts must be a whole number >= 1, got {opponent_attempts!r}")
+        self.opponent_attempts = opponent_attempts
         self.action_help = f"Reply with one move: {action_format(self.game.name)}"
         self._ta: Any = None
         self._random: EpisodeRandom | None = None
         self._opponent: Opponent | None = None
+        self._policy_opponent: Opponent | None = None
         self._opponent_messages: list[Message] = []
         self._ended_before_start: StepResult | None = None
 
@@ -86,17 +105,33 @@ class TextArenaEnv(TextEnv):
             self._ta = env_class(**self.game.kwargs)
             self._ta.reset(num_players=self.game.players, seed=ta_seed)
             self._ta.state.error_allowance = _NO_ALLOWANCE_LIMIT
-            ended: StepResult | None = None
-            if self.game.players == 2:
-                self._opponent = resolve_opponent(self.opponent, self.np_random)
-                self._opponent_messages = [system(self._system_prompt())]
-                ended = self._opponent_turns()
-            opening = self._agent_view()
+        ended: StepResult | None = None
+        if self.game.players == 2:
+            self._opponent = self._policy_opponent or resolve_opponent(self.opponent, self.np_random)
+            self._opponent_messages = [system(self._system_prompt())]
+            # `reset` is synchronous: an opponent opening the game is called directly, even an async one.
+            ended = self._drive(self._opponent_turns())
+        opening = self._agent_view()
+        if ended is not None:  # the game's opening and why it stopped (shown again by the first step)
+            opening = str(ended.messages[-1]["content"])
         messages = [system(self._system_prompt()), user(opening or "(The game has started.)")]
         info = {"textarena_id": self.game.ta_id, "players": self.game.players, "seat": self.seat}
         # The opponent, moving first, found no valid move: the first step ends the episode (reset cannot).
         self._ended_before_start = ended
         return messages, info
+
+    @property
+    def wants_policy_opponent(self) -> bool:
+        """Whether the opponent is the policy being trained (`opponent="self"`), for a rollout to attach."""
+        return self.opponent == POLICY_OPPONENT
+
+    def attach_policy_opponent(self, opponent: Opponent) -> None:
+        """Play `opponent="self"` with `opponent` (the policy behind the rollout's engine) from the next reset."""
+        if not self.wants_policy_opponent:
+            raise ValueError(f"this env's opponent is {self.opponent!r}, not 'self'")
+        if not callable(opponent):
+            raise TypeError(f"the policy opponent must be callable, got {type(opponent).__name__}")
+        self._policy_opponent = opponent
 
     def _system_prompt(self) -> str:
         return (
@@ -105,13 +140,23 @@ class TextArenaEnv(TextEnv):
         )
 
     def _respond(self, turn: AssistantTurn) -> StepResult:
+        return self._drive(self._play(turn))
+
+    async def _arespond(self, turn: AssistantTurn) -> StepResult:
+        # An opponent with an async `amove` (EngineOpponent) is awaited: other episodes on the event loop
+        # go on while it generates, and no lock is held meanwhile.
+        return await self._adrive(self._play(turn))
+
+    def _play(self, turn: AssistantTurn) -> Generator[list[Message], str | Exception, StepResult]:
+        """One step: the reply to the game, then the opponent's turns. Yields the opponent's messages each
+        time it must move and is sent its move, or the exception asking for it raised (see `_drive`)."""
         if self._ended_before_start is not None:
             return self._ended_before_start
         text = turn.content
         if not text.strip():
             return self._format_error("the reply is empty")
+        state = self._ta.state
         with self._random, _quiet():
-            state = self._ta.state
             try:
                 done, _ = self._ta.step(text)
             except Exception as e:  # a game that cannot read a reply must not end the run
@@ -119,19 +164,20 @@ class TextArenaEnv(TextEnv):
                 return self._format_error(
                     f"the game could not process this reply ({type(e).__name__}: {str(e)[:200]})"
                 )
-            if not done and state.current_player_id == self.seat and getattr(state, "error_count", 0) > 0:
-                said = self._agent_view()
-                result = StepResult([user(said or "That move is not valid here.")])
-                result.info["format_error"] = f"invalid move: {_reason(said)}"
-                return result
-            if not done and self.game.players == 2:
-                stuck = self._opponent_turns()
-                if stuck is not None:
-                    return stuck
-                done = state.done
+        if not done and state.current_player_id == self.seat and getattr(state, "error_count", 0) > 0:
             said = self._agent_view()
-            if not done:
-                return StepResult([user(said or "(Your move.)")])
+            result = StepResult([user(said or "That move is not valid here.")])
+            result.info["format_error"] = f"invalid move: {_reason(said)}"
+            return result
+        if not done and self.game.players == 2:
+            stuck = yield from self._opponent_turns()
+            if stuck is not None:
+                return stuck
+            done = state.done
+        said = self._agent_view()
+        if not done:
+            return StepResult([user(said or "(Your move.)")])
+        with self._random, _quiet():
             return self._game_over(said)
 
     def _game_over(self, said: str) -> StepResult:
@@ -149,19 +195,67 @@ class TextArenaEnv(TextEnv):
         )
 
     # ----- the other player --------------------------------------------------------------------------
-    def _opponent_turns(self) -> StepResult | None:
-        """Let the opponent move until it is the agent's turn or the game is over; None unless it got stuck."""
+    def _drive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
+        """Run `play` to its end, calling the opponent for each move it asks for."""
+        try:
+            request = next(play)
+            while True:
+                request = play.send(self._ask_opponent(request))
+        except StopIteration as finished:
+            return finished.value
+
+    async def _adrive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
+        """`_drive`, awaiting the opponent's `amove` when it has one."""
+        amove = getattr(self._opponent, "amove", None)
+        try:
+            request = next(play)
+            while True:
+                if amove is None:
+                    move = self._ask_opponent(request)
+                else:
+                    try:
+                        move = await amove(request)
+                    except Exception as e:  # counted by `_opponent_turns`, as in `_ask_opponent`
+                        move = e
+                request = play.send(move)
+        except StopIteration as finished:
+            return finished.value
+
+    def _ask_opponent(self, messages: list[Message]) -> str | Exception:
+        try:
+            return self._opponent(messages)
+        except Exception as e:  # an opponent that cannot move (engine down) must not crash the run
+            return e
+
+    def _opponent_turns(self) -> Generator[list[Message], str | Exception, StepResult | None]:
+        """Let the opponent move until it is the agent's turn or the game is over; None unless it got stuck.
+
+        A generator: it yields the opponent's messages for each move and is sent the move (or the
+        exception the opponent raised), so one game logic serves `step` and `astep`. TextArena runs under
+        the episode's random state only between yields, never while the opponent thinks.
+        """
         state = self._ta.state
         while not state.done and state.current_player_id != self.seat:
             start = len(self._opponent_messages)
-            for _ in range(OPPONENT_ATTEMPTS):
-                self._opponent_messages.append(user(self._view(state.current_player_id) or "(Your move.)"))
-                move = self._opponent(list(self._opponent_messages))
+            errors = 0
+            for _ in range(self.opponent_attempts):
+                if self._opponent_messages[-1]["role"] != "user":  # after an error it is asked the same again
+                    self._opponent_messages.append(
+                        user(self._view(state.current_player_id) or "(Your move.)")
+                    )
+                move = yield list(self._opponent_messages)
+                if isinstance(move, Exception):
+                    errors += 1
+                    if errors >= OPPONENT_ERRORS:
+                        return self._opponent_failed(f"{type(move).__name__}: {str(move)[:200]}", errors)
+                    continue
+                errors = 0
                 self._opponent_messages.append({"role": "assistant", "content": str(move)})
                 mover = state.current_player_id
                 shown = len(state.observations[self.seat])
                 try:
-                    self._ta.step(str(move))
+                    with self._random, _quiet():
+                        self._ta.step(str(move))
                 except Exception:
                     del state.observations[self.seat][shown:]
                     continue
@@ -172,13 +266,23 @@ class TextArenaEnv(TextEnv):
                 ]  # the agent does not see the opponent's refused tries
             else:
                 said = self._agent_view()
-                note = f"The opponent found no valid move in {OPPONENT_ATTEMPTS} tries; the game stops here."
+                note = f"The opponent found no valid move in {self.opponent_attempts} tries; the game stops here."
                 return StepResult(
                     [user(f"{said}\n\n{note}".strip())], truncated=True, info={"opponent_stuck": True}
                 )
             # A finished turn is kept as what the opponent was shown first and the move the game took.
             del self._opponent_messages[start + 1 : -1]
         return None
+
+    def _opponent_failed(self, error: str, tries: int) -> StepResult:
+        """The episode cut because the opponent raised `tries` times in a row (e.g. its engine is down)."""
+        said = self._agent_view()
+        note = f"The opponent could not move ({error}; {tries} tries); the game stops here."
+        return StepResult(
+            [user(f"{said}\n\n{note}".strip())],
+            truncated=True,
+            info={"opponent_stuck": True, "opponent_error": error},
+        )
 
     # ----- observations ------------------------------------------------------------------------------
     def _agent_view(self) -> str:

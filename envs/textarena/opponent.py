@@ -93,13 +93,32 @@ def _candidates(text: str) -> list[str]:
     return list(seen)
 
 
+#: `opponent="self"`: the policy being trained plays the other seat. Plain data, so training configs and
+#: dataset rows can name it; the rollout playing the episode (`rollout.run_episode`, under `collect` and
+#: verl's agent loop) attaches a model behind its own engine with `TextArenaEnv.attach_policy_opponent`.
+POLICY_OPPONENT = "self"
+
+
+class UnattachedPolicyOpponent:
+    """Stands in for `opponent="self"` when no rollout attached the policy: asked to move, it raises."""
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
+        """Raise: there is no policy to ask (the env ends the episode after a few such errors)."""
+        raise RuntimeError(
+            "opponent='self' is the policy being trained, attached by rollout.collect or the training agent "
+            "loop; elsewhere pass opponent=<callable> (e.g. rollout.EngineOpponent)"
+        )
+
+
 def resolve_opponent(opponent: str | Opponent, rng: np.random.Generator) -> Opponent:
-    """The opponent named by `opponent` ("random") or the callable itself."""
+    """The opponent named by `opponent` ("random", "self") or the callable itself."""
     if callable(opponent):
         return opponent
     if opponent == "random":
         return RandomOpponent(rng)
+    if opponent == POLICY_OPPONENT:
+        return UnattachedPolicyOpponent()
     raise ValueError(
-        f"opponent must be 'random' or a callable taking the opponent's messages and returning its move, "
-        f"got {opponent!r}"
+        f"opponent must be 'random', 'self' (the policy being trained, played by the rollout's engine) or a "
+        f"callable taking the opponent's messages and returning its move, got {opponent!r}"
     )

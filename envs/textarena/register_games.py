@@ -1,4 +1,4 @@
-"""Register every adapted TextArena game under `textarena-<game>-v<N>`, from the static table (no TextArena import)."""
+"""Register every adapted TextArena game as `textarena/<TextArena id>`, from the static table (no TextArena import)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ def register_textarena_games() -> int:
     """Register the adapted games; returns how many."""
     games = adapted_games()
     for g in games:
-        opponent = " against a random opponent" if g.players == 2 else ""
+        opponent = "; random opponent, opponent=self for self-play" if g.players == 2 else ""
         register(
             g.env_id,
             "envs.textarena.env:TextArenaEnv",
             category=CATEGORIES[g.players],
-            description=f"TextArena {g.ta_id}{opponent} (raw env, TextArena's rewards).",
+            description=f"TextArena {g.ta_id} (raw env, TextArena's rewards{opponent}).",
             max_turns=_TURN_SLACK * g.max_turns if g.max_turns else _DEFAULT_MAX_TURNS,
             game_id=g.ta_id,
         )

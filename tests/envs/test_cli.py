@@ -46,3 +46,28 @@ def test_play_as_a_subprocess_reading_stdin():
 def test_experts_table(capsys):
     assert main(["experts", "--category", "text-game", "--episodes", "3"]) == 0
     assert "guess-number-v0" in capsys.readouterr().out
+
+
+def test_list_shows_each_category_with_its_count(capsys):
+    assert main(["list", "--categories"]) == 0
+    out = capsys.readouterr().out
+    for category in {s.category for s in envs.list_envs()}:
+        assert f"{category}  " in out or out.rstrip().endswith(category)
+    assert main(["list", "--category", "no-such-category"]) == 2
+    assert "textarena-two-player" in capsys.readouterr().err
+
+
+def test_list_into_a_closed_pipe_ends_quietly():
+    """`python -m envs list | head -1`: the reader leaves early; no BrokenPipeError traceback."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before anything is written, so the first write fails every time
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "envs", "list"], stdout=write_end, stderr=subprocess.PIPE, timeout=120
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 1
+    assert b"Traceback" not in proc.stderr and b"BrokenPipeError" not in proc.stderr, proc.stderr

@@ -8,12 +8,14 @@ import random
 import subprocess
 import sys
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs
 from envs.textarena import adapted_games, all_games, game, turngym_id
+from envs.textarena.env import OPPONENT_ERRORS
 from envs.textarena.exclusions import NO_RANDOM_OPENING
 from envs.textarena.opponent import RandomOpponent
 
@@ -66,7 +68,7 @@ def test_enough_ids_are_adapted_and_registered():
     assert len(ADAPTED) >= 50
     registered = {s.id for s in envs.list_envs() if s.category.startswith("textarena")}
     assert registered == set(ADAPTED)
-    assert envs.spec("textarena-sudoku-v0").kwargs == {"game_id": "Sudoku-v0"}
+    assert envs.spec("textarena/Sudoku-v0").kwargs == {"game_id": "Sudoku-v0"}
 
 
 @pytest.mark.parametrize("env_id", ADAPTED)
@@ -99,13 +101,13 @@ def test_contracts(env_id):
 
 
 def test_registration_does_not_import_textarena():
-    code = "import sys, envs; envs.spec('textarena-sudoku-v0'); print('textarena' in sys.modules)"
+    code = "import sys, envs; envs.spec('textarena/Sudoku-v0'); print('textarena' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
 
 def test_an_episode_plays_to_the_end_with_textarena_rewards():
-    env = envs.make("textarena-guess-the-number-v0")
+    env = envs.make("textarena/GuessTheNumber-v0")
     messages, info = env.reset(seed=3)
     assert info["textarena_id"] == "GuessTheNumber-v0" and "[5]" in messages[0]["content"]
     low, high = 1, 20
@@ -122,7 +124,7 @@ def test_an_episode_plays_to_the_end_with_textarena_rewards():
 
 
 def test_refused_move_is_a_format_error_with_the_games_reason():
-    env = envs.make("textarena-tic-tac-toe-v0")
+    env = envs.make("textarena/TicTacToe-v0")
     env.reset(seed=0)
     messages, reward, terminated, truncated, info = env.step("[42]")
     assert info["format_error"].startswith("invalid move") and "between 0 and 8" in messages[-1]["content"]
@@ -137,13 +139,83 @@ def test_two_player_opponent_is_a_callable():
         text = messages[-1]["content"]
         return next(f"[{i}]" for i in range(9) if f"'[{i}]'" in text)
 
-    env = envs.make("textarena-tic-tac-toe-v0", opponent=first_free_cell)
+    env = envs.make("textarena/TicTacToe-v0", opponent=first_free_cell)
     env.reset(seed=0)
     messages, *_ = env.step("[4]")
     assert seen and seen[0][0]["role"] == "system"
     assert "[Opponent] [0]" in messages[-1]["content"]
     with pytest.raises(ValueError, match="opponent must be"):
-        envs.make("textarena-tic-tac-toe-v0", opponent="grandmaster")
+        envs.make("textarena/TicTacToe-v0", opponent="grandmaster")
+
+
+def test_an_opponent_that_raises_ends_the_episode_after_a_few_tries():
+    calls = []
+
+    def broken(messages):
+        calls.append(messages)
+        raise ConnectionError("opponent server down")
+
+    env = envs.make("textarena/TicTacToe-v0", opponent=broken)
+    env.reset(seed=0)
+    messages, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and not terminated and reward == 0.0 and len(calls) == OPPONENT_ERRORS
+    assert info["opponent_stuck"] and info["opponent_error"] == "ConnectionError: opponent server down"
+    assert all(c == calls[0] for c in calls)  # asked the same question again, the board included
+    assert "'[0]'" in calls[0][-1]["content"] and "could not move" in messages[-1]["content"]
+
+
+def test_an_opponent_without_a_valid_move_is_cut_after_opponent_attempts():
+    tries = []
+    env = envs.make(
+        "textarena/TicTacToe-v0", opponent=lambda m: tries.append(m) or "[42]", opponent_attempts=5
+    )
+    env.reset(seed=0)
+    messages, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and info["opponent_stuck"] and "opponent_error" not in info and len(tries) == 5
+    assert "no valid move in 5 tries" in messages[-1]["content"]
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(ValueError, match="opponent_attempts"):
+            envs.make("textarena/TicTacToe-v0", opponent_attempts=bad)
+
+
+class TakesItsTime:
+    """An async opponent (as EngineOpponent): `astep` awaits `amove`; plain `step` calls it."""
+
+    def __init__(self, log):
+        self.log = log
+
+    async def amove(self, messages):
+        self.log.append("asked")
+        for _ in range(3):
+            await asyncio.sleep(0)  # a real engine awaits its reply here
+        self.log.append("moved")
+        return next(f"[{i}]" for i in range(9) if f"'[{i}]'" in messages[-1]["content"])
+
+    def __call__(self, messages):
+        self.log.append("called")
+        return next(f"[{i}]" for i in range(9) if f"'[{i}]'" in messages[-1]["content"])
+
+
+def test_astep_awaits_an_async_opponent_and_leaves_the_event_loop_free():
+    log = []
+    env = envs.make("textarena/TicTacToe-v0", opponent=TakesItsTime(log))
+    sync_env = envs.make("textarena/TicTacToe-v0", opponent=TakesItsTime([]))
+    env.reset(seed=0)
+    sync_env.reset(seed=0)
+
+    async def other_episode():
+        for _ in range(6):
+            log.append("tick")
+            await asyncio.sleep(0)
+
+    async def both():
+        return (await asyncio.gather(env.unwrapped.astep("[4]"), other_episode()))[0]
+
+    messages, *_ = asyncio.run(both())
+    assert "called" not in log and log.index("asked") < log.index("tick", log.index("asked")) < log.index(
+        "moved"
+    )
+    assert messages == sync_env.step("[4]")[0]  # the same game either way
 
 
 def test_left_out_ids_say_why_and_are_not_registered():
@@ -157,20 +229,28 @@ def test_left_out_ids_say_why_and_are_not_registered():
         game("NoSuchGame-v0")
 
 
-def test_ids_follow_turngym_rules():
-    assert turngym_id("Sudoku-v0") == "textarena-sudoku-v0"
-    assert turngym_id("Sudoku-v0-very-easy") == "textarena-sudoku-very-easy-v0"
-    assert turngym_id("GuessTheNumber-v0-hardcore") == "textarena-guess-the-number-hardcore-v0"
-    assert turngym_id("2048-v0-3x3") == "textarena-2048-3x3-v0"
-    assert len({g.env_id for g in all_games().values()}) == len(all_games())
+def test_ids_are_textarenas_own_in_the_textarena_namespace():
+    assert turngym_id("Sudoku-v0") == "textarena/Sudoku-v0"
+    assert turngym_id("GuessTheNumber-v0-hardcore") == "textarena/GuessTheNumber-v0-hardcore"
+    for g in adapted_games():
+        assert g.env_id == f"textarena/{g.ta_id}" and envs.spec(g.env_id).kwargs == {"game_id": g.ta_id}
+    # Each is its own Gymnasium id: `textarena/2048-v0-3x3` (the variant after the version) included.
+    assert gymnasium.make("textarena/2048-v0-3x3").unwrapped.game.ta_id == "2048-v0-3x3"
+    assert gymnasium.spec("textarena/Sudoku-v0").version == 0
+    with pytest.raises(envs.UnknownEnvError, match="textarena/Sudoku-v0"):
+        envs.make("textarena-sudoku-v0")  # the earlier lowercase ids are gone; the error names the new one
 
 
 def test_textarena_env_group_composes_without_starting_ray():
-    from trainer.compose import compose_config, env_entries
+    from trainer.compose import ConfigError, compose_config, env_entries
 
     cfg = compose_config(["env=textarena", "trainer.device=cpu"])
     entries = env_entries(cfg)
     assert cfg.env.name == "textarena" and len(entries) >= 5
+    # No scripted experts: the CPU platform's warm start is left off, and asking for it is an error.
+    assert cfg.turngym.warm_start.enable is False
+    with pytest.raises(ConfigError, match="scripted experts"):
+        compose_config(["env=textarena", "trainer.device=cpu", "turngym.warm_start.enable=true"])
     assert {e["id"] for e in entries} <= set(ADAPTED)
     assert abs(sum(e["weight"] for e in entries) - 1.0) < 1e-9
     ray = sys.modules.get("ray")
@@ -179,6 +259,38 @@ def test_textarena_env_group_composes_without_starting_ray():
         env = envs.make(entry["id"], **entry["kwargs"])
         messages, info = env.reset(seed=0)
         assert messages[-1]["role"] == "user" and info["textarena_id"]
+
+
+def test_textarena_selfplay_group_composes_and_its_envs_wait_for_the_policy():
+    from trainer.compose import compose_config, env_entries
+
+    cfg = compose_config(["env=textarena-selfplay", "trainer.device=cpu"])
+    entries = env_entries(cfg)
+    assert cfg.env.name == "textarena-selfplay" and {e["kwargs"]["opponent"] for e in entries} == {"self"}
+    assert {e["kwargs"].get("seat", 0) for e in entries} == {0, 1}
+    assert abs(sum(e["weight"] for e in entries) - 1.0) < 1e-9
+    for entry in entries:
+        env = envs.make(entry["id"], **entry["kwargs"])
+        assert env.unwrapped.wants_policy_opponent
+        messages, info = env.reset(seed=0)  # dataset rows render openings without a policy: no crash
+        assert messages[-1]["role"] == "user" and info["textarena_id"]
+
+
+def test_opponent_self_without_a_rollout_ends_the_episode_saying_why():
+    env = envs.make("textarena/TicTacToe-v0", opponent="self")
+    env.reset(seed=0)
+    messages, reward, terminated, truncated, info = env.step("[4]")
+    assert truncated and info["opponent_stuck"] and "opponent='self'" in info["opponent_error"]
+    with pytest.raises(ValueError, match="two-player"):
+        envs.make("textarena/Sudoku-v0", opponent="self")
+    with pytest.raises(ValueError, match="not 'self'"):
+        envs.make("textarena/TicTacToe-v0").unwrapped.attach_policy_opponent(lambda m: "[0]")
+    attached = envs.make("textarena/TicTacToe-v0", opponent="self")
+    attached.unwrapped.attach_policy_opponent(
+        lambda m: next(f"[{i}]" for i in range(9) if f"'[{i}]'" in m[-1]["content"])
+    )
+    attached.reset(seed=0)
+    assert "[Opponent] [0]" in attached.step("[4]")[0][-1]["content"]
 
 
 _DIGESTS = """
@@ -263,7 +375,7 @@ def test_a_served_textarena_game_plays_exactly_like_the_local_one():
                     break
             except httpx.TransportError:
                 time.sleep(0.05)
-        for env_id in ("textarena-tic-tac-toe-v0", "textarena-sudoku-very-easy-v0"):
+        for env_id in ("textarena/TicTacToe-v0", "textarena/Sudoku-v0-very-easy"):
             local, remote = envs.make(env_id), envs.make(env_id, remote=url)
             assert remote.reset(seed=4) == local.reset(seed=4)
             for action in ("[4]", "junk", "", "[0]", "[8]", "[1 1 1]", "[2]", "[6]"):
@@ -279,7 +391,7 @@ def test_a_served_textarena_game_plays_exactly_like_the_local_one():
 
 
 def test_the_agent_can_take_the_second_seat():
-    env = envs.make("textarena-tic-tac-toe-v0", seat=1)
+    env = envs.make("textarena/TicTacToe-v0", seat=1)
     messages, info = env.reset(seed=2)
     assert info["seat"] == 1 and "[Opponent]" in messages[-1]["content"]  # the opponent opened
     free = next(f"[{i}]" for i in range(9) if f"'[{i}]'" in messages[-1]["content"])
@@ -287,9 +399,9 @@ def test_the_agent_can_take_the_second_seat():
     assert info["format_error"] is None and messages
     for bad in (2, "1", True):
         with pytest.raises(ValueError, match="seat must be one of"):
-            envs.make("textarena-tic-tac-toe-v0", seat=bad)
+            envs.make("textarena/TicTacToe-v0", seat=bad)
     with pytest.raises(ValueError, match=r"seat must be one of \[0\]"):
-        envs.make("textarena-sudoku-v0", seat=1)
+        envs.make("textarena/Sudoku-v0", seat=1)
 
 
 @pytest.mark.parametrize("env_id", [g.env_id for g in adapted_games() if g.players == 2])
