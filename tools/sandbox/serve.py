@@ -423,57 +423,13 @@ def create_app(
     return app
 
 
-def free_port() -> int:
-    """A TCP port free on loopback right now."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def spawn_server(
     *flags: str, port: int | None = None, env: dict[str, str] | None = None, ready_s: float = 60.0
 ):
     """Start `python -m tools.sandbox.serve` in a child process; (url, Popen) once /health answers."""
-    import subprocess
+    from tools.loopback_server import spawn_server as spawn
 
-    import httpx
-
-    port = port or free_port()
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.sandbox.serve", "--port", str(port), *flags],
-        cwd=root,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + ready_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return url, proc
-        except httpx.TransportError:
-            time.sleep(0.05)
-        if proc.poll() is not None:
-            raise RuntimeError(f"sandbox server exited: {proc.stderr.read().decode(errors='replace')}")
-    proc.kill()
-    proc.wait()
-    raise RuntimeError(f"sandbox server did not answer /health within {ready_s:g}s")
-
-
-def stop_server(proc) -> None:
-    """Stop a server started by `spawn_server` (SIGTERM, then SIGKILL after 10 s)."""
-    import subprocess
-
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return spawn(["-m", "tools.sandbox.serve", *flags], port=port, env=env, ready_s=ready_s)
 
 
 def main(argv: list[str] | None = None) -> None:
