@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 
 import envs
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tools.loopback_server import spawn_server, stop_server
 
 
 def scripted_episodes(env_id: str, episodes: int) -> list[tuple[int, list[str]]]:
@@ -86,27 +81,6 @@ async def run_remote(env_id: str, url: str, scripts, concurrency: int) -> tuple[
     return steps / elapsed, 1000 * statistics.median(latencies)
 
 
-def start_server() -> tuple[str, subprocess.Popen]:
-    """`python -m envs serve` on a free loopback port; returns once /health answers."""
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envs", "serve", "--port", str(port)], cwd=ROOT, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return url, proc
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("env server did not start")
-
-
 def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -115,7 +89,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
     args = parser.parse_args()
     scripts = scripted_episodes(args.env, args.episodes)
-    url, proc = start_server()
+    url, proc = spawn_server(["-m", "envs", "serve"])
     try:
         local = run_local(args.env, scripts)
         print(f"{args.env}: {sum(len(a) for _, a in scripts)} steps in {len(scripts)} episodes, loopback")
@@ -125,8 +99,7 @@ def main() -> None:
             rate, p50 = asyncio.run(run_remote(args.env, url, scripts, c))
             print(f"{f'remote x{c}':<12} {rate:>9.0f} {rate / local:>9.3f} {p50:>12.2f}")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_server(proc)
 
 
 if __name__ == "__main__":

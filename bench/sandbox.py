@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,9 +23,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tools.loopback_server import stop_server  # noqa: E402
 from tools.sandbox import FusionSandbox, LocalSandbox  # noqa: E402
 from tools.sandbox.deferred import flush  # noqa: E402
 from tools.sandbox.isolation import bwrap_argv, bwrap_path  # noqa: E402
+from tools.sandbox.serve import spawn_server  # noqa: E402
 
 CODE = "print(1+1)"
 
@@ -110,24 +111,6 @@ def plain_async(python: str):
     return run
 
 
-def start_server(port: int) -> subprocess.Popen:
-    import httpx
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.sandbox.serve", "--port", str(port), "--max-concurrency", "16"],
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(200):
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
-            return proc
-        except httpx.TransportError:
-            time.sleep(0.05)
-    raise RuntimeError("server did not start")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=40)
@@ -139,11 +122,8 @@ def main() -> None:
     local_cold = NoSpares(isolation="bwrap") if local_bwrap else None
     local_plain = LocalSandbox(isolation="none")
     python = local_plain.python
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = start_server(port)
-    fusion = FusionSandbox(f"http://127.0.0.1:{port}")
+    url, server = spawn_server("--max-concurrency", "16")
+    fusion = FusionSandbox(url)
 
     rows = [
         ("plain `python -c` (baseline)", lambda: subprocess.run([python, "-c", CODE], capture_output=True))
@@ -226,8 +206,7 @@ def main() -> None:
             ratios = "/".join(f"{t / b:.2f}" for t, b in zip(tps, base_tp, strict=True))
             print(f"{name:28s} " + " ".join(f"{t:8.1f}" for t in tps) + f"   {ratios}")
     finally:
-        server.terminate()
-        server.wait()
+        stop_server(server)
 
 
 if __name__ == "__main__":

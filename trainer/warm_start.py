@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from tools.loopback_server import free_port
 from trainer.sft_loop import MIN_LR_RATIO, WEIGHT_DECAY, run_sft_loop, sft_steps
 
 DONE_MARKER = "turngym_warm_start.json"
@@ -129,12 +129,6 @@ def sft_config(
     return config
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _worker_env(device: str, metrics_file: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -144,7 +138,7 @@ def _worker_env(device: str, metrics_file: Path) -> dict[str, str]:
             "LOCAL_RANK": "0",
             "WORLD_SIZE": "1",
             "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(_free_port()),
+            "MASTER_PORT": str(free_port()),
             "VERL_USE_EXTERNAL_MODULES": "trainer.cpu",
         }
     )

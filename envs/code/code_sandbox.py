@@ -3,28 +3,19 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envs.assistant_turn import AssistantTurn
 from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
+from envs.code.submission_outcome import SubmissionOutcome
 from envs.messages import system, user
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
 from tools.run_sync import run_sync
 
 _CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
-
-
-@dataclass
-class SubmissionOutcome:
-    """What grading a submission gives the episode: the message, the reward and info."""
-
-    text: str
-    reward: float
-    info: dict[str, Any]
 
 
 class CodeSandboxEnv(TextEnv):
@@ -223,16 +214,7 @@ class CodeSandboxEnv(TextEnv):
         from envs.code.grader import grade
 
         report = await grade(self.sandbox, self.problem, code, per_test_s=self.per_test_timeout_s)
-        all_passed = report.passed == report.total
-        reward = (1.0 if all_passed else 0.0) if self.binary_reward else report.fraction
-        info = {
-            "success": all_passed,
-            "tests_passed": report.passed,
-            "tests_total": report.total,
-            "pass_rate": report.fraction,
-            "python_runs": self.runs_used,
-        }
-        return SubmissionOutcome(report.summary(), reward, info)
+        return SubmissionOutcome.of(report, self.binary_reward, python_runs=self.runs_used)
 
     def expert_action(self) -> str:
         """Submit the reference solution."""

@@ -59,6 +59,4 @@ class SubmitSolution(Submit):
         if not args.code.strip():
             return ToolResult.error("Error: the submitted code is empty; nothing was graded.")
         outcome = await env.agrade_submission(args.code)
-        if context is not None and "info" in context:
-            context["info"].update(outcome.info)
-        return ToolResult(outcome.text, reward=outcome.reward, terminate=True, answer=args.code)
+        return outcome.tool_result(context, answer=args.code)

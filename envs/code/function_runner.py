@@ -1,14 +1,17 @@
-"""Runs inside the sandbox (stdlib only, any Python 3.9+): call a submitted function on given inputs.
+"""Runs inside the sandbox (stdlib only, any Python 3.9+): call submitted functions on given inputs.
 
-Standard input holds a Python literal `{"entry": name, "limit_s": seconds, "inputs": [(args, kwargs), ...]}`.
-For each input it writes one line `<index>\\t<ok|err>\\t<repr of the result | exception kind>` to the
+Standard input holds a Python literal `{"limit_s": seconds, "calls": [(module, function, args, kwargs),
+...]}` plus where the functions live: `"file": path` (a submitted file, run once as module `solution`;
+`module` is None) or `"root": dir, "package": name` (a submitted package, `module` imported from it).
+For each call it writes one line `<index>\\t<ok|err>\\t<repr of the result | failure kind>` to the
 original stdout. Nothing here is trusted: the submission shares this interpreter and may rewrite any of
-it. What it writes is only the submission's claimed results; the grader decodes them in its own
-process and compares them with expected values that never enter the sandbox.
+it. What it writes is only the submission's claimed results; the grader decodes them in its own process
+and compares them with expected values that never enter the sandbox.
 """
 
 import ast
 import builtins
+import importlib
 import io
 import os
 import signal
@@ -24,6 +27,14 @@ class NotPlainData(Exception):
 
 class Timeout(Exception):
     """The call ran past its time limit."""
+
+
+class NoFunction(Exception):
+    """The submitted file defines no such function."""
+
+
+class CompileError(Exception):
+    """The submitted file is not valid Python."""
 
 
 def check_plain(value, depth=0):
@@ -54,6 +65,25 @@ def timed(limit_s, fn, *args, **kwargs):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+def load_file(path, function):
+    """Run the submitted file at `path` as module `solution`; how its functions are looked up."""
+    namespace = {"__name__": "solution", "__builtins__": builtins}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            exec(compile(fh.read(), path, "exec"), namespace)
+    except SyntaxError:
+        raise CompileError() from None
+    if not callable(namespace.get(function)):
+        raise NoFunction()
+    return namespace.get
+
+
+def load_module(package, module_name):
+    """Import `package.module_name`; how its functions are looked up."""
+    module = importlib.import_module(package + "." + module_name)
+    return lambda name: getattr(module, name, None)
+
+
 def main():
     report = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="backslashreplace")
     quiet = os.open(os.devnull, os.O_WRONLY)
@@ -61,27 +91,29 @@ def main():
     os.dup2(quiet, 2)
     config = ast.literal_eval(sys.stdin.read())
     sys.stdin = io.StringIO("")
-    entry, limit_s, inputs = config["entry"], float(config["limit_s"]), config["inputs"]
+    limit_s, package = float(config["limit_s"]), config.get("package")
+    if package is not None:
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, os.path.abspath(config["root"]))
     signal.signal(signal.SIGALRM, on_alarm)
-
-    def fail_all(kind):
-        for index in range(len(inputs)):
-            report.write(f"{index}\terr\t{kind}\n")
-
-    try:
-        with open("solution.py", encoding="utf-8", errors="replace") as fh:
-            code = compile(fh.read(), "solution.py", "exec")
-        namespace = {"__name__": "solution", "__builtins__": builtins}
-        timed(limit_s, exec, code, namespace)
-        fn = namespace.get(entry)
-        if not callable(fn):
-            fail_all("NoFunction")
-            return report
-    except BaseException as exc:  # noqa: BLE001 - whatever the submission raises is its failure
-        fail_all("CompileError" if isinstance(exc, SyntaxError) else type(exc).__name__)
-        return report
-    for index, (args, kwargs) in enumerate(inputs):
+    loaded = {}  # module -> where its functions are looked up
+    broken = {}  # module -> why it failed to load: not retried (a hanging load would cost every call)
+    for index, (module_name, function, args, kwargs) in enumerate(config["calls"]):
+        if module_name not in loaded and module_name not in broken:
+            try:
+                if package is None:
+                    loaded[module_name] = timed(limit_s, load_file, config["file"], function)
+                else:
+                    loaded[module_name] = timed(limit_s, load_module, package, module_name)
+            except BaseException as exc:  # noqa: BLE001 - whatever the submission raises is its failure
+                broken[module_name] = type(exc).__name__
+        if module_name in broken:
+            report.write(f"{index}\terr\t{broken[module_name]}\n")
+            continue
         try:
+            fn = loaded[module_name](function)
+            if not callable(fn):
+                raise AttributeError(function)
             value = timed(limit_s, fn, *args, **kwargs)
             check_plain(value)
             line = f"{index}\tok\t{value!r}\n"

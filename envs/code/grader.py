@@ -69,8 +69,8 @@ class GradeReport:
 
 @cache
 def runner_source() -> str:
-    """The sandbox-side program that calls a submitted function on the inputs."""
-    return _RUNNER.read_text()
+    """The sandbox-side program that calls submitted functions on the inputs."""
+    return _RUNNER.read_text(encoding="utf-8")
 
 
 def cases_of(problem: CodeProblem, tests: list | tuple | None = None) -> list[FunctionCase | ProgramCase]:
@@ -128,28 +128,43 @@ def _tally(outcomes: list[str | None]) -> dict[str, int]:
     return errors
 
 
-async def _grade_function(
-    sandbox: Any, solution: str, cases: list[FunctionCase], per_test_s: float
+async def grade_calls(
+    sandbox: Any,
+    config: dict[str, Any],
+    files: dict[str, str],
+    cases: list,
+    timeout_s: float,
+    ended_early: str,
 ) -> GradeReport:
-    config = {
-        "entry": cases[0].entry_point,
-        "limit_s": per_test_s,
-        "inputs": [(c.args, c.kwargs) for c in cases],
-    }
+    """One sandbox run of the function runner on `config`; each case's outcome against its `.expected`."""
     result = await sandbox.arun(
-        runner_source(),
-        "python",
-        stdin=repr(config),
-        files={"solution.py": solution},
-        timeout_s=per_test_s * (len(cases) + 1) + 5.0,
+        runner_source(), "python", stdin=repr(config), files=files, timeout_s=timeout_s
     )
     outcomes = read_function_results(result.stdout or "", cases)
     status, message = "ok", ""
     if result.status == "sandbox_error":
         status, message = "sandbox_error", result.message
     elif any(o == "NoResult" for o in outcomes) and result.status != "ok":
-        status, message = result.status, result.message or "the program ended before the tests finished"
+        status, message = result.status, result.message or ended_early
     return GradeReport(outcomes, status, message, float(result.duration_s or 0.0), _tally(outcomes))
+
+
+async def _grade_function(
+    sandbox: Any, solution: str, cases: list[FunctionCase], per_test_s: float
+) -> GradeReport:
+    config = {
+        "file": "solution.py",
+        "limit_s": per_test_s,
+        "calls": [(None, c.entry_point, c.args, c.kwargs) for c in cases],
+    }
+    return await grade_calls(
+        sandbox,
+        config,
+        {"solution.py": solution},
+        cases,
+        timeout_s=per_test_s * (len(cases) + 1) + 5.0,
+        ended_early="the program ended before the tests finished",
+    )
 
 
 async def _grade_program(

@@ -36,24 +36,11 @@ from typing import Any
 import envs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote.wire import decode_action, error_body, to_json
+from tools.request_error import RequestError
 
 _MB = 1024 * 1024
 # Kwargs that would hand the server's process to the client (objects cannot cross JSON anyway).
 _REFUSED_KWARGS = ("render_mode",)
-
-
-class RequestError(Exception):
-    """A refused request: HTTP status, machine-readable code, one clear sentence."""
-
-    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None, **extra: Any):
-        super().__init__(message)
-        self.status, self.code, self.message, self.retry_after, self.extra = (
-            status,
-            code,
-            message,
-            retry_after,
-            extra,
-        )
 
 
 @dataclass
@@ -159,8 +146,7 @@ def _json_response(content: Any, status: int = 200, headers: dict[str, str] | No
 
 
 def _error_response(exc: RequestError):
-    headers = {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after is not None else None
-    return _json_response(error_body(exc.code, exc.message, **exc.extra), exc.status, headers)
+    return _json_response(error_body(exc.code, exc.message, **exc.extra), exc.status, exc.headers)
 
 
 async def _read_json(request, max_bytes: int) -> dict[str, Any]:
@@ -491,14 +477,11 @@ def create_app(
                     _close_quietly(session.env)
 
     async def not_found(request, exc: HTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         detail = f"{request.method} {request.url.path}: {exc.detail}"
-        return _error_response(RequestError(exc.status_code, code, detail))
+        return _error_response(RequestError.from_http(exc.status_code, detail))
 
     async def internal(_request, exc: Exception):
-        return _error_response(
-            RequestError(500, "internal_error", f"server error: {type(exc).__name__}: {exc}")
-        )
+        return _error_response(RequestError.internal(exc))
 
     sid = "/v1/sessions/{session_id}"
     routes = [

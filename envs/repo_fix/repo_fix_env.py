@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from envs.assistant_turn import AssistantTurn
+from envs.code.submission_outcome import SubmissionOutcome
 from envs.messages import system, user
 from envs.repo_fix.catalogue import template_source
 from envs.repo_fix.generator import DIFFICULTIES, RepoTask, generate
@@ -18,15 +18,6 @@ from envs.text_env import TextEnv
 
 _FAILED_TEST = re.compile(r"^FAIL (tests/\S+::\w+)$", re.MULTILINE)
 TEST_COMMAND = "python3 run_tests.py"
-
-
-@dataclass
-class Outcome:
-    """What grading gives the episode: the message, the reward and info."""
-
-    text: str
-    reward: float
-    info: dict[str, Any]
 
 
 class RepoFixEnv(TextEnv):
@@ -197,7 +188,7 @@ class RepoFixEnv(TextEnv):
             notes.append(f"[{path} was changed]")
         return notes
 
-    async def agrade(self) -> Outcome:
+    async def agrade(self) -> SubmissionOutcome:
         """Grade the repository as it is now against the hidden cases."""
         assert self.task is not None
         report = await grade_repository(
@@ -208,16 +199,7 @@ class RepoFixEnv(TextEnv):
             per_call_s=self.per_call_timeout_s,
             timeout_s=self.grade_timeout_s,
         )
-        all_passed = report.total > 0 and report.passed == report.total
-        reward = (1.0 if all_passed else 0.0) if self.binary_reward else report.fraction
-        info = {
-            "success": all_passed,
-            "tests_passed": report.passed,
-            "tests_total": report.total,
-            "pass_rate": report.fraction,
-            "shell_runs": self.shell_runs,
-        }
-        return Outcome(report.summary(), reward, info)
+        return SubmissionOutcome.of(report, self.binary_reward, shell_runs=self.shell_runs)
 
     # ----- the scripted expert -------------------------------------------------------------------
     def expert_action(self) -> str:

@@ -1,9 +1,9 @@
 """Grading a submitted repository against hidden test cases, with nothing the repository can reach deciding
 the score.
 
-One sandboxed run of `call_runner.py` imports the submitted package from a fresh copy of the repository
-and calls each hidden case's function on its inputs; results come back as Python literals on a private
-stdout. This process decodes them with bounded `ast.literal_eval` and compares them with the expected
+One sandboxed run of the code env's function runner (`envs/code/function_runner.py`) imports the
+submitted package from a fresh copy of the repository and calls each hidden case's function on its
+inputs; results come back as Python literals on a private stdout. This process decodes them with bounded `ast.literal_eval` and compares them with the expected
 values (`same_value`: exact, types included), which never enter the sandbox. The visible tests, any
 conftest.py, sitecustomize or report file in the repository play no part: the runner starts Python
 with `-I -S` and reads nothing but its own stdin, and only its report lines are read back.
@@ -11,21 +11,12 @@ with `-I -S` and reads nothing but its own stdin, and only its report lines are 
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from envs.code.grader import GradeReport, read_function_results
+from envs.code.grader import GradeReport, grade_calls
 from envs.repo_fix.generator import HiddenCase
 
-_RUNNER = Path(__file__).with_name("call_runner.py")
 REPO_DIR = "repo"  # where the repository sits inside the sandbox's work dir (the runner is main.py beside it)
-
-
-@cache
-def runner_source() -> str:
-    """The sandbox-side program that calls the repository's functions on the hidden inputs."""
-    return _RUNNER.read_text(encoding="utf-8")
 
 
 def sandbox_files(files: dict[str, str]) -> dict[str, str]:
@@ -47,19 +38,13 @@ async def grade_repository(
         "root": REPO_DIR,
         "package": package,
         "limit_s": per_call_s,
-        "calls": [(c.module, c.function, c.args) for c in cases],
+        "calls": [(c.module, c.function, c.args, {}) for c in cases],
     }
-    result = await sandbox.arun(
-        runner_source(), "python", stdin=repr(config), files=sandbox_files(files), timeout_s=timeout_s
+    return await grade_calls(  # `cases` duck-typed: only `.expected` is read
+        sandbox,
+        config,
+        sandbox_files(files),
+        cases,
+        timeout_s=timeout_s,
+        ended_early="the test run ended before every case ran",
     )
-    outcomes = read_function_results(result.stdout or "", cases)  # duck-typed: reads only `.expected`
-    status, message = "ok", ""
-    if result.status == "sandbox_error":
-        status, message = "sandbox_error", result.message
-    elif any(o == "NoResult" for o in outcomes) and result.status != "ok":
-        status, message = result.status, result.message or "the test run ended before every case ran"
-    errors: dict[str, int] = {}
-    for outcome in outcomes:
-        if outcome is not None:
-            errors[outcome] = errors.get(outcome, 0) + 1
-    return GradeReport(outcomes, status, message, float(result.duration_s or 0.0), errors)

@@ -141,6 +141,4 @@ class SubmitRepo(Tool):
         if env is None:
             return ToolResult.error(_NO_ENV)
         outcome = await env.agrade()
-        if context is not None and "info" in context:
-            context["info"].update(outcome.info)
-        return ToolResult(outcome.text, reward=outcome.reward, terminate=True, answer="submitted")
+        return outcome.tool_result(context, answer="submitted")

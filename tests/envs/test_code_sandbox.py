@@ -218,34 +218,18 @@ def test_sandbox_option_validation():
 @pytest.mark.slow
 def test_fusion_sandbox_when_configured():
     """The same env graded through a SandboxFusion-compatible server on loopback."""
-    import socket
-    import subprocess
-    import sys
-    import time
+    from tools.loopback_server import stop_server
+    from tools.sandbox.serve import spawn_server
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tools.sandbox.serve", "--host", "127.0.0.1", "--port", str(port)]
-    )
+    url, server = spawn_server()
     try:
-        import httpx
-
-        for _ in range(100):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/", timeout=1.0)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        env = envs.make("code-sandbox-v0", sandbox="fusion", sandbox_endpoint=f"http://127.0.0.1:{port}")
+        env = envs.make("code-sandbox-v0", sandbox="fusion", sandbox_endpoint=url)
         env.reset(seed=0, options={"problem_id": "gcd"})
         messages, *_ = env.step(call("python", code="print(2 ** 10)"))
         assert messages[0]["content"].startswith("1024")
         assert env.step(env.expert_action())[1] == 1.0
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop_server(server)
 
 
 def test_code_env_refuses_to_run_unisolated_unless_asked(monkeypatch, caplog):

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +16,7 @@ import pytest
 
 import envs
 from envs.remote import RemoteEnvError
+from tools.loopback_server import free_port, spawn_server, stop_server
 
 pytest.importorskip("websockets")
 pytest.importorskip("uvicorn")
@@ -26,47 +24,15 @@ pytest.importorskip("uvicorn")
 SERVER = Path(__file__).with_name("openenv_server.py")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _spawn(*flags: str):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--port", str(port), *flags],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/guess/health", timeout=1).status_code == 200:
-                return url, proc
-        except httpx.TransportError:
-            time.sleep(0.05)
-        if proc.poll() is not None:
-            raise RuntimeError(proc.stderr.read().decode(errors="replace"))
-    proc.kill()
-    raise RuntimeError("OpenEnv test server did not start")
-
-
-def _stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return spawn_server([str(SERVER), *flags], ready_path="/guess/health")
 
 
 @pytest.fixture(scope="module")
 def server():
     url, proc = _spawn("--max-sessions", "8")
     yield url
-    _stop(proc)
+    stop_server(proc)
 
 
 def _sessions_open(url: str) -> int:
@@ -194,7 +160,7 @@ def test_bad_arguments_and_unreachable_servers():
     with pytest.raises(ValueError, match="pass base_url=, not remote="):
         envs.make("openenv", remote="http://127.0.0.1:1", base_url="http://127.0.0.1:1")
     with pytest.raises(RemoteEnvError, match="unreachable .*start it or fix base_url=") as unreachable:
-        envs.make("openenv", base_url=f"http://127.0.0.1:{_free_port()}")
+        envs.make("openenv", base_url=f"http://127.0.0.1:{free_port()}")
     assert unreachable.value.code == "unreachable"
     with pytest.raises(envs.UnknownEnvError):
         envs.spec("openenv")  # not in the registry, so `python -m envs serve` never connects anywhere
@@ -264,7 +230,7 @@ def test_a_full_server_says_so():
     finally:
         first.close()
         second.close()
-        _stop(proc)
+        stop_server(proc)
 
 
 def test_unreadable_actions_never_reach_the_server(server):
@@ -302,22 +268,8 @@ def test_the_rollout_collects_episodes_from_an_openenv_server(server):
 
 def test_a_turngym_server_is_not_mistaken_for_openenv():
     """`python -m envs serve` answers OpenEnv's /schema but has no /ws sessions: said at the first reset."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envs", "serve", "--port", str(port)],
-        cwd=Path(__file__).resolve().parents[2],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    url, proc = spawn_server(["-m", "envs", "serve"])
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
         env = envs.make("openenv", base_url=url)
         with pytest.raises(
             RemoteEnvError, match="refused the WebSocket .*does not serve OpenEnv's /ws"
@@ -326,4 +278,4 @@ def test_a_turngym_server_is_not_mistaken_for_openenv():
         assert no.value.code == "no_session"
         env.close()
     finally:
-        _stop(proc)
+        stop_server(proc)

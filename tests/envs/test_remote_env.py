@@ -7,9 +7,6 @@ and every fault must come back as a clear JSON error.
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,6 +18,7 @@ import pytest
 import envs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote import RemoteEnvError
+from tools.loopback_server import free_port, spawn_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL_IDS = [s.id for s in envs.list_envs()]
@@ -48,48 +46,15 @@ BAD_ACTIONS = [
 SLOW_CALL = '<tool_call>{"name": "python", "arguments": {"code": "import time\\ntime.sleep(2)"}}</tool_call>'
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _spawn(*flags: str):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envs", "serve", "--port", str(port), *flags],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return url, proc
-        except httpx.TransportError:
-            time.sleep(0.05)
-        if proc.poll() is not None:
-            raise RuntimeError(proc.stderr.read().decode(errors="replace"))
-    proc.kill()
-    raise RuntimeError("env server did not start")
-
-
-def _stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return spawn_server(["-m", "envs", "serve", *flags])
 
 
 @pytest.fixture(scope="module")
 def server():
     url, proc = _spawn()
     yield url
-    _stop(proc)
+    stop_server(proc)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +64,7 @@ def small_server():
         "--max-sessions", "2", "--max-concurrency", "1", "--max-queue", "0", "--idle-timeout", "5"
     )
     yield url
-    _stop(proc)
+    stop_server(proc)
 
 
 def _health(url: str) -> dict:
@@ -236,7 +201,7 @@ def test_local_errors_are_raised_with_the_same_types(server):
     with pytest.raises(ValueError, match="remote="):
         envs.make("maze-v0", remote="localhost:1")
     with pytest.raises(RemoteEnvError, match="unreachable"):
-        envs.make("maze-v0", remote=f"http://127.0.0.1:{_free_port()}")
+        envs.make("maze-v0", remote=f"http://127.0.0.1:{free_port()}")
 
 
 @pytest.mark.parametrize(
@@ -310,7 +275,7 @@ def test_token_is_required_when_set():
         assert env.reset(seed=0)[0]
         env.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
 
 
 # ----- limits ---------------------------------------------------------------------------------------

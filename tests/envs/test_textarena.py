@@ -351,30 +351,10 @@ def test_episode_random_owns_its_draws_and_restores_the_modules():
 
 
 def test_a_served_textarena_game_plays_exactly_like_the_local_one():
-    import socket
-    import time
-    from pathlib import Path
+    from tools.loopback_server import spawn_server, stop_server
 
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envs", "serve", "--port", str(port)],
-        cwd=Path(__file__).resolve().parents[2],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    url, proc = spawn_server(["-m", "envs", "serve"])
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
         for env_id in ("textarena/TicTacToe-v0", "textarena/Sudoku-v0-very-easy"):
             local, remote = envs.make(env_id), envs.make(env_id, remote=url)
             assert remote.reset(seed=4) == local.reset(seed=4)
@@ -382,12 +362,7 @@ def test_a_served_textarena_game_plays_exactly_like_the_local_one():
                 assert remote.step(action) == local.step(action), action
             remote.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc)
 
 
 def test_the_agent_can_take_the_second_seat():

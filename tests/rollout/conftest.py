@@ -1,13 +1,10 @@
 """Shared fixtures for rollout tests: the embedded tiny model (both template families) and engines."""
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tools.loopback_server import free_port, spawn_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,12 +44,6 @@ def hf_engine(model_path):
     return HFEngine(model_path, seed=0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def unused_port() -> int:
     return free_port()
@@ -61,33 +52,11 @@ def unused_port() -> int:
 @pytest.fixture(scope="session")
 def served_url(model_path):
     """`python -m rollout.serve` in a real subprocess on a loopback port."""
-    import httpx
-
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollout.serve", "--model-path", str(model_path), "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    url, proc = spawn_server(
+        ["-m", "rollout.serve", "--model-path", str(model_path)],
+        ready_path="/ready",
+        env={"PYTHONPATH": str(ROOT)},
+        ready_s=120.0,
     )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"rollout.serve exited: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            if httpx.get(url + "/ready", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        raise RuntimeError("rollout.serve did not become ready")
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop_server(proc)

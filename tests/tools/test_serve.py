@@ -11,8 +11,9 @@ import time
 import httpx
 import pytest
 
+from tools.loopback_server import stop_server
 from tools.sandbox import FusionSandbox
-from tools.sandbox.serve import scrub_message, scrub_output, spawn_server, stop_server
+from tools.sandbox.serve import scrub_message, scrub_output, spawn_server
 
 pytestmark = pytest.mark.slow
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import pydantic
 
+from tools.request_error import RequestError
 from tools.sandbox.local import LocalSandbox
 from tools.sandbox.result import SandboxResult
 
@@ -49,14 +50,6 @@ class RunCodeBody(pydantic.BaseModel):
     stdin: str | None = None
     files: dict[str, str | None] = {}
     fetch_files: list[str] = []
-
-
-class RequestError(Exception):
-    """A request the server refuses: HTTP status, machine-readable code, one clear sentence."""
-
-    def __init__(self, http_status: int, code: str, message: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.http_status, self.code, self.message, self.headers = http_status, code, message, headers or {}
 
 
 # --- never leak host paths -------------------------------------------------------------------------
@@ -241,7 +234,7 @@ class Gate:
                 "queue_full",
                 f"server busy: {self.running} running and {waiting} waiting (limits "
                 f"{self.concurrency} and {self.queue}); retry after {retry}s",
-                headers={"Retry-After": str(retry)},
+                retry_after=retry,
             )
         self.admitted += 1
 
@@ -311,7 +304,7 @@ def create_app(
 
     def error(exc: RequestError) -> JSONResponse:
         return JSONResponse(
-            status_code=exc.http_status, content=error_body(exc.code, exc.message), headers=exc.headers
+            status_code=exc.status, content=error_body(exc.code, exc.message), headers=exc.headers
         )
 
     app = FastAPI(title="turngym sandbox", version="2")
@@ -323,12 +316,11 @@ def create_app(
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error(RequestError(exc.status_code, code, str(exc.detail)))
+        return error(RequestError.from_http(exc.status_code, str(exc.detail)))
 
     @app.exception_handler(Exception)
     async def internal_error(_request: Request, exc: Exception):
-        return error(RequestError(500, "internal_error", f"server error: {type(exc).__name__}: {exc}"))
+        return error(RequestError.internal(exc))
 
     @app.get("/health")
     async def health():
@@ -423,57 +415,13 @@ def create_app(
     return app
 
 
-def free_port() -> int:
-    """A TCP port free on loopback right now."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def spawn_server(
     *flags: str, port: int | None = None, env: dict[str, str] | None = None, ready_s: float = 60.0
 ):
     """Start `python -m tools.sandbox.serve` in a child process; (url, Popen) once /health answers."""
-    import subprocess
+    from tools.loopback_server import spawn_server as spawn
 
-    import httpx
-
-    port = port or free_port()
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.sandbox.serve", "--port", str(port), *flags],
-        cwd=root,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + ready_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return url, proc
-        except httpx.TransportError:
-            time.sleep(0.05)
-        if proc.poll() is not None:
-            raise RuntimeError(f"sandbox server exited: {proc.stderr.read().decode(errors='replace')}")
-    proc.kill()
-    proc.wait()
-    raise RuntimeError(f"sandbox server did not answer /health within {ready_s:g}s")
-
-
-def stop_server(proc) -> None:
-    """Stop a server started by `spawn_server` (SIGTERM, then SIGKILL after 10 s)."""
-    import subprocess
-
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return spawn(["-m", "tools.sandbox.serve", *flags], port=port, env=env, ready_s=ready_s)
 
 
 def main(argv: list[str] | None = None) -> None:
