@@ -26,6 +26,9 @@ DIFFICULTY_KEY = "turngym_difficulty"
 # Optional per-row column: the sampling temperature for this row (0 = greedy), overriding the batch's;
 # validation rows carry it so one pass measures greedy and sampled play (trainer/datasets.py).
 TEMPERATURE_KEY = "turngym_temperature"
+# Row column: seeds the episode's sampling (validation rows carry their env seed, so the same weights
+# replay the same held-out episodes; training rows leave it empty and GRPO's samples differ).
+SAMPLING_SEED_KEY = "turngym_sampling_seed"
 
 
 def episode_spec(kwargs: dict[str, Any]) -> tuple[str, int | None, dict[str, Any]]:
@@ -77,6 +80,9 @@ class TurnGymAgentLoop(AgentLoopBase):
         temperature = kwargs.get(TEMPERATURE_KEY)
         if temperature is not None and temperature == temperature:  # parquet fills absent values with NaN
             sampling_params = {**sampling_params, "temperature": float(temperature)}
+        sampling_seed = kwargs.get(SAMPLING_SEED_KEY)
+        if sampling_seed is not None and sampling_seed == sampling_seed:
+            sampling_params = {**sampling_params, "sampling_seed": int(sampling_seed)}
         env = None
         try:
             env = envs.make(env_id, **env_kwargs)

@@ -143,6 +143,10 @@ def _opponent_prompt_budget(cfg: EpisodeConfig) -> int | None:
 async def _play(play: _Play, traj: Trajectory) -> None:
     """Alternate generation and env steps until the episode ends; `traj.termination` says how."""
     env, fmt, cfg, sampling, tally = play.env, play.fmt, play.cfg, play.sampling, play.tally
+    # A seed in the episode's sampling params seeds the episode, not each turn alike: turn k samples
+    # with its own seed derived from it, so a replay of the episode draws the same tokens.
+    episode_seed = sampling.pop("sampling_seed", sampling.pop("seed", None))
+    generations = 0
     stop_ids = set(fmt.stop_token_ids)
     sampling["stop_token_ids"] = sorted(set(sampling.get("stop_token_ids") or ()) | stop_ids)
     sampling.pop("max_new_tokens", None)
@@ -154,6 +158,9 @@ async def _play(play: _Play, traj: Trajectory) -> None:
             return
         per_turn = remaining if cfg.max_new_tokens is None else min(cfg.max_new_tokens, remaining)
         sampling["max_tokens"] = per_turn
+        if episode_seed is not None:
+            sampling["sampling_seed"] = turn_sampling_seed(int(episode_seed), generations)
+        generations += 1
         t0 = time.perf_counter()
         out = await _generate(play, traj.prompt_ids + response)
         tally.generate_s += time.perf_counter() - t0
@@ -264,6 +271,11 @@ def _interpret(
     message = {"role": "assistant", "content": parsed.content, "tool_calls": calls}
     content = _THINK.sub("", parsed.content).strip() if strip_think else parsed.content
     return message, {"role": "assistant", "content": content, "tool_calls": calls}, 0
+
+
+def turn_sampling_seed(episode_seed: int, turn: int) -> int:
+    """The sampling seed of generation `turn` (0, 1, ...) of an episode seeded with `episode_seed`."""
+    return (episode_seed * 1_000_003 + turn * 7_919 + 1) % 2**31
 
 
 async def _generate(play: _Play, prompt_ids: list[int]) -> Any:

@@ -26,6 +26,9 @@ AGENT_NAME = "turngym"
 # Column the agent loop reads as a per-row sampling temperature (rollout/agent_loop.py TEMPERATURE_KEY).
 TEMPERATURE_COLUMN = "turngym_temperature"
 GREEDY_SUFFIX = "@greedy"
+# Column the agent loop reads as the episode's sampling seed (rollout/agent_loop.py SAMPLING_SEED_KEY):
+# validation rows carry their env seed, so sampled validation of the same weights is the same episodes.
+SAMPLING_SEED_COLUMN = "turngym_sampling_seed"
 
 
 def assign_envs(entries: list[dict], n: int, seed: int) -> list[dict]:
@@ -129,6 +132,8 @@ def write_datasets(
         (val_path, val_episodes, val_seed_base, "val"),
     ):
         rows = episode_rows(entries, n, base, split)
+        if split == "val":
+            rows = [{**row, SAMPLING_SEED_COLUMN: row["extra_info"]["seed"]} for row in rows]
         if split == "val" and val_greedy:
             rows = with_greedy_copies(rows)
         out.append(write_rows(rows, path))

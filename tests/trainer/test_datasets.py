@@ -60,3 +60,12 @@ def test_greedy_copies_of_validation_seeds(tmp_path):
     assert [r["seed"] for r in greedy["extra_info"]] == [r["seed"] for r in sampled["extra_info"]]
     _, plain = write_datasets(MIX, tmp_path / "t2.parquet", tmp_path / "v2.parquet", 8, 4, 0, 1000)
     assert "turngym_temperature" not in pd.read_parquet(plain).columns
+
+
+def test_validation_rows_seed_their_sampling_and_training_rows_do_not(tmp_path):
+    train, val = write_datasets(
+        MIX, tmp_path / "t.parquet", tmp_path / "v.parquet", 8, 4, 0, 1000, val_greedy=True
+    )
+    va, tr = pd.read_parquet(val), pd.read_parquet(train)
+    assert list(va["turngym_sampling_seed"]) == [r["seed"] for r in va["extra_info"]]
+    assert "turngym_sampling_seed" not in tr.columns  # GRPO's samples of one seed must differ
