@@ -107,6 +107,12 @@ def with_greedy_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**row, TEMPERATURE_COLUMN: None} for row in rows] + greedy
 
 
+def validation_rows(rows: list[dict[str, Any]], greedy: bool) -> list[dict[str, Any]]:
+    """Validation `rows` with their sampling seeded by their env seed, plus greedy copies if `greedy`."""
+    seeded = [{**row, SAMPLING_SEED_COLUMN: row["extra_info"]["seed"]} for row in rows]
+    return with_greedy_copies(seeded) if greedy else seeded
+
+
 def write_datasets(
     entries: list[dict],
     train_path: str | Path,
@@ -133,8 +139,6 @@ def write_datasets(
     ):
         rows = episode_rows(entries, n, base, split)
         if split == "val":
-            rows = [{**row, SAMPLING_SEED_COLUMN: row["extra_info"]["seed"]} for row in rows]
-        if split == "val" and val_greedy:
-            rows = with_greedy_copies(rows)
+            rows = validation_rows(rows, val_greedy)
         out.append(write_rows(rows, path))
     return out[0], out[1]

@@ -57,7 +57,7 @@ def stage_datasets(cfg: DictConfig, entries: list[dict], staging: Path) -> Stage
 
 
 def _stage(cfg: DictConfig, entries: list[dict], staged: StagedData) -> StagedData:
-    from trainer.datasets import episode_rows, rows_for_episodes, with_greedy_copies, write_rows
+    from trainer.datasets import episode_rows, rows_for_episodes, validation_rows, write_rows
 
     staging = staged.staging
     for key in ("train_files", "val_files"):
@@ -88,8 +88,8 @@ def _stage(cfg: DictConfig, entries: list[dict], staged: StagedData) -> StagedDa
             rows = episode_rows(entries, int(cfg.env.train_episodes), int(cfg.env.seed_base), split)
         else:
             rows = episode_rows(entries, int(cfg.env.val_episodes), int(cfg.env.val_seed_base), split)
-        if split == "val" and bool(cfg.turngym.get("val_greedy", False)):
-            rows = with_greedy_copies(rows)
+        if split == "val":
+            rows = validation_rows(rows, bool(cfg.turngym.get("val_greedy", False)))
         staged.moves[write_rows(rows, staging / f"{split}.parquet")] = run_data_path(cfg, key)
     if len(episodes) == 1:
         _check_mixed_disjoint(staging)

@@ -158,6 +158,7 @@ def test_own_rows_are_expanded_into_the_run_and_the_users_file_is_never_written(
     val_rows = pd.read_parquet(out / "data" / "val.parquet")
     # The embedded defaults also play held-out rows greedily (turngym.val_greedy).
     assert list(val_rows["data_source"]) == ["maze-v0", "maze-v0@greedy"]
+    assert list(val_rows["turngym_sampling_seed"]) == [8, 8]  # the user's own held-out rows too
     record = json.loads((out / RUN_RECORD).read_text())
     assert record["data"]["train_files"]["file"] == str(rows)
     # The run's envs (what rollout.eval plays by default) are the kinds in the rows, weighted by count.
@@ -193,6 +194,9 @@ def test_rows_in_turngyms_own_layout_are_accepted_and_val_can_stay_generated(tmp
         assert [i["env_id"] for i in train["extra_info"]] == ["wordle-v0"] * 3
         val = pd.read_parquet(files["val.parquet"])  # from env.*: guess-number-v0, seeds 1 000 000 on
         assert {i["env_id"] for i in val["extra_info"]} == {"guess-number-v0"}
+        # held-out rows seed their sampling with their env seed; training rows do not
+        assert list(val["turngym_sampling_seed"]) == [i["seed"] for i in val["extra_info"]]
+        assert "turngym_sampling_seed" not in train.columns
     finally:
         discard(staged)
 

@@ -43,7 +43,7 @@ def defer(job: Callable[[], object]) -> None:
             future = _executor.submit(_logged, job) if len(_pending) < MAX_PENDING else None
         except RuntimeError:  # interpreter shutdown: no new threads, so do it now
             future = None
-        else:
+        if future is not None:
             _pending.add(future)
             future.add_done_callback(_pending.discard)
     if future is None:
