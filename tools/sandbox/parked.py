@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import subprocess
 
 from tools.sandbox.limits import Limits
-from tools.sandbox.spawn import SECCOMP_FD_SLOT
+from tools.sandbox.spawn import SECCOMP_FD_SLOT, launcher_limit_fields
 
 
 class ParkedLauncher:
@@ -52,16 +51,10 @@ class ParkedLauncher:
         """Send the command: the launcher lowers rlimits, drops to `uid`, chdirs to `cwd` and execs it."""
         keep = SECCOMP_FD_SLOT in argv
         argv = [str(self._seccomp) if a == SECCOMP_FD_SLOT else a for a in argv]
-        values = dict(limits.rlimits())
         fields = [
             "1" if keep else "0",
             cwd,
-            str(uid if uid is not None else -1),
-            str(values[resource.RLIMIT_CPU]),
-            str(values.get(resource.RLIMIT_AS, 0)),
-            str(values.get(resource.RLIMIT_NPROC, 0)),
-            str(values[resource.RLIMIT_FSIZE]),
-            str(values[resource.RLIMIT_NOFILE]),
+            *launcher_limit_fields(limits, uid),
             "-",
             "--",
             *argv,

@@ -68,6 +68,19 @@ def _build_launcher() -> str | None:
 SECCOMP_FD_SLOT = "@seccomp-fd@"
 
 
+def launcher_limit_fields(limits: Limits, uid: int | None) -> list[str]:
+    """The launcher's uid and rlimit arguments (uid, CPU, AS, NPROC, FSIZE, NOFILE; -1 / 0 for none)."""
+    values = dict(limits.rlimits())
+    return [
+        str(uid if uid is not None else -1),
+        str(values[resource.RLIMIT_CPU]),
+        str(values.get(resource.RLIMIT_AS, 0)),
+        str(values.get(resource.RLIMIT_NPROC, 0)),
+        str(values[resource.RLIMIT_FSIZE]),
+        str(values[resource.RLIMIT_NOFILE]),
+    ]
+
+
 def spawn(
     argv: list[str],
     *,
@@ -97,15 +110,9 @@ def spawn(
     try:
         launcher = launcher_path()
         if launcher is not None:
-            values = dict(limits.rlimits())
             command = [
                 launcher,
-                str(uid if uid is not None else -1),
-                str(values[resource.RLIMIT_CPU]),
-                str(values.get(resource.RLIMIT_AS, 0)),
-                str(values.get(resource.RLIMIT_NPROC, 0)),
-                str(values[resource.RLIMIT_FSIZE]),
-                str(values[resource.RLIMIT_NOFILE]),
+                *launcher_limit_fields(limits, uid),
                 ":".join(cgroup_procs) or "-",
                 "--",
                 *argv,
