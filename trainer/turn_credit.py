@@ -165,10 +165,19 @@ def step_group_stats(groups: dict[Any, list[tuple[int, int]]]) -> dict[str, floa
     }
 
 
+STEP_SCOPES = ("group", "batch")
+
+
 def step_groups(
-    index: np.ndarray, anchors: list[list[str]], turn_counts: list[int]
+    index: np.ndarray, anchors: list[list[str]], turn_counts: list[int], scope: str = "group"
 ) -> dict[Any, list[tuple[int, int]]]:
-    """(row, turn) pairs grouped by GRPO group and identical anchor state (GiGPO's step groups)."""
+    """(row, turn) pairs grouped by identical anchor state, within a GRPO group or across the batch.
+
+    ``group`` is GiGPO's step grouping. ``batch`` also pools equal anchors of different GRPO groups:
+    an anchor is the whole token history the policy acted on, so rows whose hidden env state differs
+    (a different secret) but whose history is equal are the same state to the policy, and the mean
+    over them is an action-independent baseline with more samples behind it.
+    """
     groups: dict[Any, list[tuple[int, int]]] = defaultdict(list)
     for i, count in enumerate(turn_counts):
         row_anchors = anchors[i] if i < len(anchors) else []
@@ -179,7 +188,7 @@ def step_groups(
                 if k < len(row_anchors) and row_anchors[k] is not None
                 else ("unanchored", i, k)
             )
-            groups[(index[i], key)].append((i, k))
+            groups[(index[i], key) if scope == "group" else key].append((i, k))
     return groups
 
 
@@ -198,7 +207,9 @@ def compute_turn_gigpo_advantage(
     `turn_anchors[i][k]` names the state turn k of row i acted in (the rollout's hash of the token
     prefix); taken from `TurnAnchorsTrainerMixin` when not given. Settings: ``config.gamma``,
     ``config.norm_adv_by_std_in_grpo`` (episode part), ``config.turn_credit.step_weight`` (1.0) and
-    ``config.turn_credit.step_norm`` (``mean`` as GiGPO's default ``mean_norm``, or ``mean_std``).
+    ``config.turn_credit.step_norm`` (``mean`` as GiGPO's default ``mean_norm``, or ``mean_std``) and
+    ``config.turn_credit.step_group`` (``group``: GiGPO's grouping within a GRPO group; ``batch``:
+    equal states across the whole batch, see `step_groups`).
     """
     anchors = turn_anchors if turn_anchors is not None else _TURN_ANCHORS.get()
     bs = token_level_rewards.shape[0]
@@ -214,6 +225,11 @@ def compute_turn_gigpo_advantage(
     step_norm = str(_setting(extra, "step_norm", "mean"))
     if step_norm not in ("mean", "mean_std"):
         raise ValueError(f"algorithm.turn_credit.step_norm={step_norm!r}; valid choices: mean, mean_std")
+    step_group = str(_setting(extra, "step_group", "group"))
+    if step_group not in STEP_SCOPES:
+        raise ValueError(
+            f"algorithm.turn_credit.step_group={step_group!r}; valid choices: {', '.join(STEP_SCOPES)}"
+        )
     if index is None:
         index = np.arange(bs)
     with torch.no_grad():
@@ -226,7 +242,7 @@ def compute_turn_gigpo_advantage(
         episode, _ = grpo(token_level_rewards, response_mask, index=index, norm_adv_by_std_in_grpo=norm)
         step_adv = [torch.zeros_like(g) for g in returns]
         counts = [int((turns[i].max() + 1).item()) for i in range(bs)]
-        groups = step_groups(index, anchors, counts)
+        groups = step_groups(index, anchors, counts, step_group)
         stats = _STEP_STATS.get()
         if stats is not None:
             stats.update(step_group_stats(groups))

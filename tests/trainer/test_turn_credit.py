@@ -280,6 +280,31 @@ def test_gigpo_groups_states_only_within_a_grpo_group_and_needs_anchors():
     assert get_adv_estimator_fn(TURN_GIGPO) is compute_turn_gigpo_advantage
 
 
+def test_gigpo_batch_scope_pools_equal_states_across_grpo_groups():
+    rewards, mask, _, anchors = _gigpo_batch()
+    index = np.array(["g", "h", "h"], dtype=object)
+    config = _algo(norm_adv_by_std_in_grpo=False, turn_credit={"step_group": "batch"})
+    adv, _ = compute_turn_gigpo_advantage(rewards, mask, index=index, config=config, turn_anchors=anchors)
+    # episode part (no std): g alone keeps its return 1; h returns 0, 0.5 -> -0.25, +0.25.
+    # step part: state A pooled over all three rows (returns 1, 0, 0.5) -> +0.5, -0.5, 0; B, C alone -> 0.
+    assert adv[0].tolist() == pytest.approx([1.5, 1.5, 0, 1.0, 0], abs=1e-5)
+    assert adv[1].tolist() == pytest.approx([-0.75, 0, 0, -0.25, -0.25], abs=1e-5)
+    assert adv[2].tolist() == pytest.approx([0.25, 0.25, 0.25, 0, 0], abs=1e-5)
+    # within GRPO groups (GiGPO's default) row 0 has no peer in A and rows 1, 2 centre on 0.25
+    grouped = _algo(norm_adv_by_std_in_grpo=False, turn_credit={"step_group": "group"})
+    adv, _ = compute_turn_gigpo_advantage(rewards, mask, index=index, config=grouped, turn_anchors=anchors)
+    assert adv[0].tolist() == pytest.approx([1, 1, 0, 1, 0], abs=1e-5)
+    assert adv[1].tolist() == pytest.approx([-0.5, 0, 0, -0.25, -0.25], abs=1e-5)
+    with pytest.raises(ValueError, match="step_group='episode'; valid choices: group, batch"):
+        compute_turn_gigpo_advantage(
+            rewards,
+            mask,
+            index=index,
+            config=_algo(turn_credit={"step_group": "episode"}),
+            turn_anchors=anchors,
+        )
+
+
 def test_rollout_anchors_equal_exactly_for_equal_histories():
     from rollout.agent_loop import turn_anchors
     from rollout.trajectory import TurnRecord
