@@ -334,11 +334,15 @@ class TextEnv(gym.Env):
             transcript = self.transcript
             transcript.append({"role": "assistant", "content": action})
             transcript += messages
-            reward = float(reward)
+            if type(reward) is not float:  # float() of a float is a call for nothing
+                reward = float(reward)
             self.total_reward += reward
             if terminated or truncated:
                 self.episode_over = True
                 self._ended_as = (bool(terminated), bool(truncated))
+            if not info:
+                # The usual turn says nothing more: its info is built whole, not key by key.
+                return messages, reward, terminated, truncated, {"format_error": None, "turn": turn_number}
             if "format_error" not in info:
                 info["format_error"] = None
             info["turn"] = turn_number

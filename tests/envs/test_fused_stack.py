@@ -1,4 +1,5 @@
-"""The stack `envs.make` builds (one fused EpisodeLimits layer) plays exactly as the two wrappers by hand."""
+"""Fast paths play exactly as the general ones: the stack `envs.make` builds (one fused EpisodeLimits layer)
+as the two wrappers by hand, and `step`'s shortcuts for plain replies as `astep`, which takes none."""
 
 import asyncio
 import random
@@ -147,3 +148,30 @@ def test_episode_limits_checks_its_arguments_as_the_two_wrappers_do():
         EpisodeLimits(base, max_turns=0)
     with pytest.raises(ValueError, match="max_turns must be >= 1"):
         envs.make("guess-number-v0", max_turns=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"difficulty": "easy", "ruled_out_penalty": 0.05, "reveal_range": True}, {"difficulty": "hard"}],
+)
+def test_step_shortcuts_play_as_the_general_path(kwargs):
+    # `astep` reads every reply with read_action, `_respond`, `parse_action`, `play` and `_finish`; `step`
+    # takes TextEnv's inline plain-reply path and guess-number's digits shortcut.
+    def bare():
+        return envs.make("guess-number-v0", **kwargs).unwrapped
+
+    for seed in range(15):
+        assert _play(bare, seed, use_astep=False) == _play(bare, seed, use_astep=True)
+
+
+def test_a_guess_number_subclass_reading_its_own_way_sees_every_reply():
+    from envs.games.guess_number import GuessNumberEnv
+
+    class Doubled(GuessNumberEnv):
+        def parse_action(self, text):
+            return 2 * super().parse_action(text) if text.strip().isdigit() else super().parse_action(text)
+
+    env = Doubled()
+    env.reset(seed=0)
+    env.step("20")
+    assert env.guesses == [40]
