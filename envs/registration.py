@@ -143,7 +143,7 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     `remote="http://host:port"` returns the same env served by `python -m envs serve` there (`RemoteEnv`);
     `make("openenv", base_url="http://host:port")` an OpenEnv server's env (`OpenEnvEnv`).
     """
-    if kwargs.get("remote") is not None:
+    if kwargs and kwargs.get("remote") is not None:
         if id == OPENENV_ID:
             raise ValueError(
                 "openenv connects to its server itself: pass base_url=, not remote= (which names a "
@@ -159,9 +159,10 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
         return make_remote(
             id, max_turns=max_turns, format_penalty=format_penalty, turngym_spec=local_spec, **kwargs
         )
-    kwargs.pop("remote", None)
-    kwargs.pop("remote_token", None)
-    env_spec = _OPENENV_SPEC if id == OPENENV_ID else spec(id)
+    if kwargs:
+        kwargs.pop("remote", None)
+        kwargs.pop("remote_token", None)
+    env_spec = _OPENENV_SPEC if id == OPENENV_ID else _REGISTRY.spec(id)  # `spec(id)`, one call less
     plain = not kwargs and max_turns is None and format_penalty is None
     if plain:
         made = _PLAIN_MAKES.get(id)

@@ -10,7 +10,6 @@ from typing import Any
 
 from envs.errors import InvalidAction
 from envs.games.text_game import TextGame, non_ascii_digits, one_move
-from envs.messages import user
 from envs.step_result import StepResult
 
 # A number not inside a word or after a decimal point; a `-` right after a digit is a dash (`1-100`).
@@ -154,11 +153,13 @@ class GuessNumberEnv(TextGame[int]):
         if action == self.secret:
             self.won = True
             reward = max(0.5, 1.0 - 0.1 * max(0, n - self.optimal_guesses))
-            return StepResult(
-                [user(f"Correct! The number was {self.secret}. You used {n} guesses.")],
+            content = f"Correct! The number was {self.secret}. You used {n} guesses."
+            return (
+                [{"role": "user", "content": content}],
                 reward,
-                terminated=True,
-                info={"success": True, "guesses": n},
+                True,
+                False,
+                {"success": True, "guesses": n},
             )
         if action < self.secret:
             if action >= self.known_low:
@@ -172,11 +173,13 @@ class GuessNumberEnv(TextGame[int]):
         if left == 0:
             closest = min(abs(g - self.secret) for g in self.guesses)
             reward = 0.25 * (1.0 - closest / (self.high - self.low))
-            return StepResult(
-                [user(f"No guesses left. The number was {self.secret}.")],
+            content = f"No guesses left. The number was {self.secret}."
+            return (
+                [{"role": "user", "content": content}],
                 reward + wasted,
-                terminated=True,
-                info={"success": False, "guesses": n},
+                True,
+                False,
+                {"success": False, "guesses": n},
             )
         if self.reveal_range:
             text = (
@@ -185,7 +188,7 @@ class GuessNumberEnv(TextGame[int]):
             )
         else:
             text = f"{action} is wrong. The number is {hint}. {left} guesses left."
-        # Every turn but the last ends here: the plain 5-tuple (and message dict) skip two constructors.
+        # Every turn returns the plain 5-tuple (and message dict): they skip two constructors.
         return [{"role": "user", "content": text}], wasted, False, False, {}
 
     def expert_action(self) -> str:

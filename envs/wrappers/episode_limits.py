@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from envs.wrappers.text_wrapper import TextWrapper
 
+# The turn limit of "no limit": no turn count reaches it (a float compares with any int).
+_NO_LIMIT = float("inf")
+
 
 class EpisodeLimits(TextWrapper):
     """Charge `penalty` per unreadable reply and truncate after `max_turns` turns (None: no limit).
@@ -23,24 +26,27 @@ class EpisodeLimits(TextWrapper):
         super().__init__(env)
         self.max_turns = max_turns
         self.penalty = penalty
-        # The turn at which the limit truncates; no limit never truncates (a float compares with any int).
-        self._last_turn = float("inf") if max_turns is None else max_turns
+        self._last_turn = _NO_LIMIT if max_turns is None else max_turns  # the turn the limit truncates at
         self._turns = 0
 
     def step(self, action):
-        """Step the wrapped env; a readable reply mid-episode under the limit (the usual step) is returned as is."""
-        if self._ended is None:
-            result = self.env.step(action)
-            # A refusal after the end carries a format_error, so it never takes the shortcut.
-            if (
-                result[4].get("format_error") is None
-                and not (result[2] or result[3])
-                and self._turns + 1 < self._last_turn
-            ):
-                self._turns += 1
-                return result
+        """Step the wrapped env; readable replies (almost every step) are handled here, the rest by `on_step`."""
+        if self._ended is not None:
+            return self._refusal()
+        result = self.env.step(action)
+        # A refusal after the end carries a format_error, so it goes to `_after_step`, which passes it on.
+        if result[4].get("format_error") is not None:
             return self._after_step(result)
-        return self._refusal()
+        # `on_step` and `_record_end` for a readable reply, inlined: no penalty, one turn counted.
+        turns = self._turns = self._turns + 1
+        messages, reward, terminated, truncated, info = result
+        if not (terminated or truncated):
+            if turns < self._last_turn:
+                return result
+            truncated = True
+            info["truncated_reason"] = "max_turns"
+        self._record_end(terminated, truncated)
+        return messages, reward, terminated, truncated, info
 
     def reset(self, *, seed=None, options=None):
         """TextWrapper's reset with `on_reset` inlined: it runs once per episode of every env."""
