@@ -38,13 +38,17 @@ class EpisodeLimits(TextWrapper):
         if result[4].get("format_error") is not None:
             return self._after_step(result)
         # `on_step` and `_record_end` for a readable reply, inlined: no penalty, one turn counted.
-        turns = self._turns = self._turns + 1
         messages, reward, terminated, truncated, info = result
         if not (terminated or truncated):
+            turns = self._turns = self._turns + 1
             if turns < self._last_turn:
                 return result
             truncated = True
             info["truncated_reason"] = "max_turns"
+        elif info.get("episode_ended"):  # an env's refusal without a format_error (not a TextEnv's)
+            return result
+        else:
+            self._turns += 1
         self._record_end(terminated, truncated)
         return messages, reward, terminated, truncated, info
 

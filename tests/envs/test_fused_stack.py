@@ -175,3 +175,35 @@ def test_a_guess_number_subclass_reading_its_own_way_sees_every_reply():
     env.reset(seed=0)
     env.step("20")
     assert env.guesses == [40]
+
+
+def test_episode_limits_on_a_plain_gymnasium_env_plays_as_the_two_wrappers():
+    # An env that is no TextEnv: its info has no format_error, and it refuses after its end by itself.
+    import gymnasium
+
+    class Countdown(gymnasium.Env):
+        def reset(self, *, seed=None, options=None):
+            self.left = 3
+            return [{"role": "user", "content": "go"}], {}
+
+        def step(self, action):
+            if self.left == 0:
+                return [], 0.0, True, False, {"episode_ended": True}
+            self.left -= 1
+            info = {} if action == "ok" else {"format_error": "not ok"}
+            return [{"role": "user", "content": str(self.left)}], 1.0, self.left == 0, False, info
+
+    def play(env, actions, ahead):
+        env.reset()
+        for _ in range(ahead):  # steps past the wrappers: the env may refuse before they saw its end
+            env.unwrapped.step("ok")
+        return [(r[0], r[1], r[2], r[3], list(r[4].items())) for r in map(env.step, actions)]
+
+    for turns in (None, 1, 2, 3, 5):
+        for actions in (["ok"] * 6, ["ok", "bad", "ok", "ok", "bad"], ["bad"] * 5):
+            by_hand = ActionFormat(Countdown(), penalty=0.5)
+            if turns is not None:
+                by_hand = MaxTurns(by_hand, turns)
+            fused = EpisodeLimits(Countdown(), max_turns=turns, penalty=0.5)
+            for ahead in (0, 2, 3):
+                assert play(fused, actions, ahead) == play(by_hand, actions, ahead), (turns, actions, ahead)
