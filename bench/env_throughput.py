@@ -3,7 +3,7 @@
 Rows, all measured in one run, interleaved (round-robin, best of `--rounds`):
 - bare python: one plain-Python game object, reset from one `random.Random` (the baseline);
 - bare python, new per episode: a new game object and `random.Random(seed)` each episode;
-- turngym env reused: one `envs.make` env (full wrapper stack), `reset()` per episode;
+- turngym env reused: one `envs.make` env (with the layer `make` wraps it in), `reset()` per episode;
 - turngym make() per episode: `envs.make` + `reset(seed=episode)` per episode, as verl's agent loop does.
 Ratios are steps/s over the bare-python row. Time is this process's CPU time by default (`--clock
 cpu`): on a shared machine wall time mostly measures the other processes; `--clock wall` measures it.
@@ -17,9 +17,14 @@ import argparse
 import cProfile
 import pstats
 import random
+import sys
 import time
+from pathlib import Path
 
-import envs
+# The checkout this script is in, not whichever one is installed (a worktree measures its own code).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import envs  # noqa: E402
 
 clock = time.process_time
 
@@ -86,7 +91,7 @@ def bare_python_fresh(episodes: int) -> tuple[int, float]:
 
 
 def turngym_reused(episodes: int) -> tuple[int, float]:
-    """reset + step with the scripted expert through the full wrapper stack of one `envs.make` env."""
+    """reset + step with the scripted expert through one `envs.make` env, its wrapper included."""
     env = envs.make("guess-number-v0")
     env.reset(seed=0)
     expert = env.unwrapped.expert_action

@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium
 
 from envs.errors import UnknownEnvError
-from envs.wrappers import ActionFormat, MaxTurns
+from envs.wrappers import EpisodeLimits
 from tools.registration import Registry, check_entry_point, load_entry_point
 
 GYM_NAMESPACE = "turngym"
@@ -134,7 +134,7 @@ def list_envs(category: str | None = None) -> list[EnvSpec]:
 
 
 def make(id: str, *, max_turns: int | None = None, format_penalty: float | None = None, **kwargs: Any):
-    """Build a registered env wrapped with its turn limit and action-format penalty.
+    """Build a registered env wrapped with its turn limit and action-format penalty (`EpisodeLimits`).
 
     `max_turns` and `format_penalty` override the spec's; other kwargs override its constructor defaults
     (e.g. `difficulty="hard"`, `tools=["python"]` or `tools="my_tools.yaml"`). `max_tool_calls_per_turn`,
@@ -143,7 +143,7 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     `remote="http://host:port"` returns the same env served by `python -m envs serve` there (`RemoteEnv`);
     `make("openenv", base_url="http://host:port")` an OpenEnv server's env (`OpenEnvEnv`).
     """
-    if kwargs.get("remote") is not None:
+    if kwargs and kwargs.get("remote") is not None:
         if id == OPENENV_ID:
             raise ValueError(
                 "openenv connects to its server itself: pass base_url=, not remote= (which names a "
@@ -159,9 +159,10 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
         return make_remote(
             id, max_turns=max_turns, format_penalty=format_penalty, turngym_spec=local_spec, **kwargs
         )
-    kwargs.pop("remote", None)
-    kwargs.pop("remote_token", None)
-    env_spec = _OPENENV_SPEC if id == OPENENV_ID else spec(id)
+    if kwargs:
+        kwargs.pop("remote", None)
+        kwargs.pop("remote_token", None)
+    env_spec = _OPENENV_SPEC if id == OPENENV_ID else _REGISTRY.spec(id)  # `spec(id)`, one call less
     plain = not kwargs and max_turns is None and format_penalty is None
     if plain:
         made = _PLAIN_MAKES.get(id)
@@ -170,8 +171,7 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
             env = made[1](**env_spec.kwargs)
             base = env.unwrapped
             base.turngym_spec, base.spec = env_spec, made[2]
-            env = ActionFormat(env, penalty=env_spec.format_penalty)
-            return env if env_spec.max_turns is None else MaxTurns(env, env_spec.max_turns)
+            return EpisodeLimits(env, max_turns=env_spec.max_turns, penalty=env_spec.format_penalty)
     merged = {**env_spec.kwargs, **kwargs}
     limits = {k: merged.pop(k) for k in TURN_LIMIT_KWARGS if k in merged}
     call_format = merged.pop("tool_call_format", _UNSET)
@@ -197,10 +197,8 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     env.unwrapped.spec = gym_spec = gymnasium_spec(env_spec)
     if plain and not limits and call_format is _UNSET and gym_spec is not None:
         _PLAIN_MAKES[id] = (env_spec, env_spec.load(), gym_spec, env_spec.gym_id)
-    env = ActionFormat(env, penalty=penalty)
-    if turns is not None:
-        env = MaxTurns(env, turns)
-    return env
+    # MaxTurns(ActionFormat(env, penalty), turns), fused into one layer (see EpisodeLimits).
+    return EpisodeLimits(env, max_turns=turns, penalty=penalty)
 
 
 def gymnasium_spec(made_from: EnvSpec | None) -> Any:

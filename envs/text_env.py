@@ -69,6 +69,7 @@ class TextEnv(gym.Env):
     total_reward = 0.0
     _has_reset = False
     _ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
+    _extra_tools: Sequence[Tool] = ()  # the tools given by `tools=`, resolved
     _tool_prototypes: ToolRegistry | None = None
     _episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
     _quick_random: SplitMix64 | None = None
@@ -105,8 +106,9 @@ class TextEnv(gym.Env):
                 max_tool_calls_per_turn=max_tool_calls_per_turn,
                 max_tool_time_s=max_tool_time_s,
             )
-        # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
-        self._extra_tools = [] if tools is None else resolve_extra_tools(tools)
+        if tools is not None:  # without any, the class default (none) stands: one list less per `make`
+            # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
+            self._extra_tools = resolve_extra_tools(tools)
         self.transcript: list[Message] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -334,11 +336,15 @@ class TextEnv(gym.Env):
             transcript = self.transcript
             transcript.append({"role": "assistant", "content": action})
             transcript += messages
-            reward = float(reward)
+            if type(reward) is not float:  # float() of a float is a call for nothing
+                reward = float(reward)
             self.total_reward += reward
             if terminated or truncated:
                 self.episode_over = True
                 self._ended_as = (bool(terminated), bool(truncated))
+            if not info:
+                # The usual turn says nothing more: its info is built whole, not key by key.
+                return messages, reward, terminated, truncated, {"format_error": None, "turn": turn_number}
             if "format_error" not in info:
                 info["format_error"] = None
             info["turn"] = turn_number

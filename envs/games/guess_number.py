@@ -10,7 +10,6 @@ from typing import Any
 
 from envs.errors import InvalidAction
 from envs.games.text_game import TextGame, non_ascii_digits, one_move
-from envs.messages import user
 from envs.step_result import StepResult
 
 # A number not inside a word or after a decimal point; a `-` right after a digit is a dash (`1-100`).
@@ -109,6 +108,24 @@ class GuessNumberEnv(TextGame[int]):
             found.append((written, -int(digits) if written.startswith("-") else int(digits)))
         return self._in_range(one_move(found, what="number", missing="no number found in the reply"))
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass reading moves its own way must see every reply: the digits shortcut below would
+        # go around its `parse_action`, so the plain read-then-play path is put back.
+        if "parse_action" in cls.__dict__ and "_respond_text" not in cls.__dict__:
+            cls._respond_text = TextGame._read_and_play
+
+    def _respond_text(self, text: str) -> StepResult:
+        """`_read_and_play`, with the usual reply (a short run of ASCII digits in range) read here.
+
+        What `parse_action` makes of such a reply, without its two calls: most steps are one.
+        """
+        if text.isdigit() and text.isascii() and len(text) <= self._high_digits:
+            guess = int(text)
+            if self.low <= guess <= self.high:
+                return self.play(guess)
+        return self._read_and_play(text)
+
     def _in_range(self, guess: int) -> int:
         if not self.low <= guess <= self.high:
             raise InvalidAction(f"{guess} is outside {self.low}..{self.high}")
@@ -136,11 +153,13 @@ class GuessNumberEnv(TextGame[int]):
         if action == self.secret:
             self.won = True
             reward = max(0.5, 1.0 - 0.1 * max(0, n - self.optimal_guesses))
-            return StepResult(
-                [user(f"Correct! The number was {self.secret}. You used {n} guesses.")],
+            content = f"Correct! The number was {self.secret}. You used {n} guesses."
+            return (
+                [{"role": "user", "content": content}],
                 reward,
-                terminated=True,
-                info={"success": True, "guesses": n},
+                True,
+                False,
+                {"success": True, "guesses": n},
             )
         if action < self.secret:
             if action >= self.known_low:
@@ -154,11 +173,13 @@ class GuessNumberEnv(TextGame[int]):
         if left == 0:
             closest = min(abs(g - self.secret) for g in self.guesses)
             reward = 0.25 * (1.0 - closest / (self.high - self.low))
-            return StepResult(
-                [user(f"No guesses left. The number was {self.secret}.")],
+            content = f"No guesses left. The number was {self.secret}."
+            return (
+                [{"role": "user", "content": content}],
                 reward + wasted,
-                terminated=True,
-                info={"success": False, "guesses": n},
+                True,
+                False,
+                {"success": False, "guesses": n},
             )
         if self.reveal_range:
             text = (
@@ -167,7 +188,7 @@ class GuessNumberEnv(TextGame[int]):
             )
         else:
             text = f"{action} is wrong. The number is {hint}. {left} guesses left."
-        # Every turn but the last ends here: the plain 5-tuple (and message dict) skip two constructors.
+        # Every turn returns the plain 5-tuple (and message dict): they skip two constructors.
         return [{"role": "user", "content": text}], wasted, False, False, {}
 
     def expert_action(self) -> str:
