@@ -95,11 +95,14 @@ def test_engine_timeout_counts_as_failure(tokenizer):
 
 
 def test_context_overflow_truncates_cleanly(tokenizer):
-    engine = ScriptedEngine(tokenizer, lambda t, r: "I think the number might be " + str(r.randint(1, 100)))
+    env = __import__("envs").make("guess-number-v0")
+    env.reset(seed=1)
+    # Wrong guesses only: a lucky hit would end the game before the budget (the engine's draws
+    # depend on the request id, which differs per run).
+    wrong = [n for n in range(1, 101) if n != env.unwrapped.secret]
+    engine = ScriptedEngine(tokenizer, lambda t, r: "I think the number might be " + str(r.choice(wrong)))
     cfg = EpisodeConfig(max_response_tokens=60, max_new_tokens=None)
-    traj = asyncio.run(
-        run_episode(__import__("envs").make("guess-number-v0"), engine, tokenizer, seed=1, config=cfg)
-    )
+    traj = asyncio.run(run_episode(env, engine, tokenizer, seed=1, config=cfg))
     assert traj.termination == "context_overflow" and traj.metrics["overflow"]
     assert len(traj.response_ids) <= 60
     # The response ends with a whole generated turn: nothing half-appended after it.
