@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from envs.wrappers.text_wrapper import TextWrapper
+from envs.wrappers.max_turns import MaxTurns
 
 # The turn limit of "no limit": no turn count reaches it (a float compares with any int).
 _NO_LIMIT = float("inf")
 
 
-class EpisodeLimits(TextWrapper):
+class EpisodeLimits(MaxTurns):
     """Charge `penalty` per unreadable reply and truncate after `max_turns` turns (None: no limit).
 
     Behaves as `MaxTurns(ActionFormat(env, penalty=penalty), max_turns)` (as `ActionFormat(env,
@@ -21,13 +21,13 @@ class EpisodeLimits(TextWrapper):
         # ActionFormat's check, then MaxTurns': the order the two-layer stack was built in.
         if penalty < 0:
             raise ValueError(f"penalty must be >= 0 (it is subtracted), got {penalty}")
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
-        super().__init__(env)
+        # MaxTurns checks the limit, counts turns and resets the count; "no limit" passes it a valid 1
+        # and then lifts the turn it truncates at.
+        super().__init__(env, 1 if max_turns is None else max_turns)
         self.max_turns = max_turns
         self.penalty = penalty
-        self._last_turn = _NO_LIMIT if max_turns is None else max_turns  # the turn the limit truncates at
-        self._turns = 0
+        if max_turns is None:
+            self._last_turn = _NO_LIMIT
 
     def step(self, action):
         """Step the wrapped env; readable replies (almost every step) are handled here, the rest by `on_step`."""
@@ -52,25 +52,9 @@ class EpisodeLimits(TextWrapper):
         self._record_end(terminated, truncated)
         return messages, reward, terminated, truncated, info
 
-    def reset(self, *, seed=None, options=None):
-        """TextWrapper's reset with `on_reset` inlined: it runs once per episode of every env."""
-        opening = self.env.reset(seed=seed, options=options)
-        self._ended = None
-        self._turns = 0
-        return opening
-
-    def on_reset(self, messages, info):
-        """Start counting from zero."""
-        self._turns = 0
-        return messages, info
-
     def on_step(self, messages, reward, terminated, truncated, info):
         """ActionFormat's penalty, then MaxTurns' count and truncation, in that order (their info keys too)."""
         if info.get("format_error") is not None:
             reward -= self.penalty
             info["format_penalty"] = self.penalty
-        self._turns += 1
-        if self._turns >= self._last_turn and not terminated and not truncated:
-            truncated = True
-            info["truncated_reason"] = "max_turns"
-        return messages, reward, terminated, truncated, info
+        return super().on_step(messages, reward, terminated, truncated, info)

@@ -13,6 +13,7 @@ class MaxTurns(TextWrapper):
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         super().__init__(env)
         self.max_turns = max_turns
+        self._last_turn = max_turns  # the turn the limit truncates at (EpisodeLimits: inf for no limit)
         self._turns = 0
 
     def step(self, action):
@@ -20,7 +21,7 @@ class MaxTurns(TextWrapper):
         if self._ended is None:
             result = self.env.step(action)
             # A refusal after the end is terminated or truncated, so it never takes the shortcut.
-            if self._turns + 1 < self.max_turns and not (result[2] or result[3]):
+            if self._turns + 1 < self._last_turn and not (result[2] or result[3]):
                 self._turns += 1
                 return result
             return self._after_step(result)
@@ -41,7 +42,7 @@ class MaxTurns(TextWrapper):
     def on_step(self, messages, reward, terminated, truncated, info):
         """Truncate when the budget of turns is used up."""
         self._turns += 1
-        if self._turns >= self.max_turns and not terminated and not truncated:
+        if self._turns >= self._last_turn and not terminated and not truncated:
             truncated = True
             info["truncated_reason"] = "max_turns"
         return messages, reward, terminated, truncated, info
