@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.out} already holds a run; pick another --out (or delete it)", file=sys.stderr)
         return 2
     code, wall, cpu, before, after = run(args.out, args.overrides)
+    if not (args.out / "metrics.jsonl").exists():
+        print(f"the run ended (exit code {code}) before its first step: see the error above", file=sys.stderr)
+        return code or 1
     print_summary(summarize(args.out))
     print(
         f"wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min (whole process tree), load average "

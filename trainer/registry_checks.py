@@ -21,13 +21,15 @@ def check_registry_values(cfg: DictConfig) -> None:
     """Trainer mode, advantage estimator, policy loss and reward manager names exist in verl's registries.
 
     Runs after ``turngym.import_modules`` are imported; turngym's own registrations come in through
-    ``trainer.turn_credit``, which the task runner module imports in the trainer process as well.
+    ``trainer.turn_credit`` and ``trainer.positive_grpo``, which the task runner module imports in the
+    trainer process as well.
     """
     import importlib
 
     from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY
 
-    import trainer.turn_credit  # noqa: F401 - registers turngym's estimators, as trainer.task_runner does
+    import trainer.positive_grpo  # noqa: F401 - registers turngym's estimators, as trainer.task_runner does
+    import trainer.turn_credit  # noqa: F401
 
     mode = OmegaConf.select(cfg, "trainer.v1.trainer_mode", default="sync")
     if mode != "sync":
@@ -42,6 +44,13 @@ def check_registry_values(cfg: DictConfig) -> None:
             f"{_names(ADV_ESTIMATOR_REGISTRY)} (register yours with verl's register_adv_est in a module "
             "listed in turngym.import_modules)"
         )
+    if estimator == trainer.positive_grpo.POSITIVE_GRPO:
+        key = trainer.positive_grpo.NEGATIVE_SCALE_KEY
+        scale = OmegaConf.select(cfg, f"algorithm.{key}", default=0.0)
+        if not isinstance(scale, int | float) or isinstance(scale, bool) or not 0.0 <= scale <= 1.0:
+            raise ConfigError(
+                f"algorithm.{key}={scale!r}: give a number from 0 (negative advantages dropped) to 1 (GRPO)"
+            )
     loss = str(cfg.actor_rollout_ref.actor.policy_loss.loss_mode)
     if loss not in POLICY_LOSS_REGISTRY:
         raise ConfigError(

@@ -25,6 +25,7 @@ from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+import trainer.positive_grpo  # noqa: F401 - registers positive_grpo in verl
 from trainer.curriculum import CurriculumTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,

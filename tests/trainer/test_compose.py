@@ -22,7 +22,7 @@ def test_every_env_group_composes(group):
 
 def test_groups_on_disk_are_the_documented_ones():
     assert set(ENV_GROUPS) <= set(group_choices("env"))
-    assert group_choices("algorithm") == ["grpo", "ppo", "turn-gigpo", "turn-grpo"]
+    assert group_choices("algorithm") == ["grpo", "positive-grpo", "ppo", "turn-gigpo", "turn-grpo"]
 
 
 def test_text_game_is_a_weighted_mixture_of_the_games():

@@ -1,0 +1,74 @@
+"""Positive GRPO: verl's GRPO advantages with the negative ones scaled down (by default dropped).
+
+A registered verl advantage estimator (`algorithm=positive-grpo`, ``adv_estimator: positive_grpo``).
+With ``algorithm.negative_advantage_scale = 0`` only episodes that beat their GRPO group's mean
+are pushed up, weighted by GRPO's normalised advantage, through PPO's clipped ratio: the RAFT++ of
+Xiong et al., "A Minimalist Approach to LLM Reasoning: from Rejection Sampling to Reinforce"
+(arXiv:2504.11343), who found that training on positively rewarded samples alone keeps up with
+GRPO and PPO. ``1`` is verl's GRPO exactly.
+
+Why turngym has it: on the embedded 1M-parameter model GRPO's negative advantages do more harm
+than good. Pushing down a sampled wrong guess moves probability to whatever the tiny model ranks
+next, newlines and babble included, and held-out success fell in every GRPO run from the default
+warm start (docs/trainer.md, "Where the limit is"); the same runs with negatives dropped rose.
+A large model, whose next-best tokens are sensible, is usually better served by plain GRPO.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
+
+POSITIVE_GRPO = "positive_grpo"
+NEGATIVE_SCALE_KEY = "negative_advantage_scale"
+
+
+def scale_negative_advantages(advantages: torch.Tensor, scale: float) -> torch.Tensor:
+    """`advantages` with every negative entry multiplied by `scale` (in [0, 1]); positives unchanged."""
+    if not 0.0 <= scale <= 1.0:
+        raise ValueError(f"algorithm.{NEGATIVE_SCALE_KEY} must be in [0, 1], got {scale!r}")
+    return torch.where(advantages < 0, advantages * scale, advantages)
+
+
+def _setting(config: Any, key: str, default: Any) -> Any:
+    if config is None:
+        return default
+    value = config.get(key, default) if hasattr(config, "get") else getattr(config, key, default)
+    return default if value is None else value
+
+
+@register_adv_est(POSITIVE_GRPO)
+def compute_positive_grpo_advantage(
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: np.ndarray | None = None,
+    config: Any = None,
+    negative_advantage_scale: float | None = None,
+    norm_adv_by_std_in_grpo: bool | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """verl's GRPO ``(advantages, returns)`` with negative advantages scaled by `negative_advantage_scale`.
+
+    The two settings default to ``config.negative_advantage_scale`` (0.0) and
+    ``config.norm_adv_by_std_in_grpo`` (true), read from the `config=algorithm` verl passes.
+    """
+    scale = float(
+        _setting(config, NEGATIVE_SCALE_KEY, 0.0)
+        if negative_advantage_scale is None
+        else negative_advantage_scale
+    )
+    if norm_adv_by_std_in_grpo is None:
+        norm_adv_by_std_in_grpo = bool(_setting(config, "norm_adv_by_std_in_grpo", True))
+    if index is None:
+        index = np.arange(token_level_rewards.shape[0])
+    advantages, returns = get_adv_estimator_fn("grpo")(
+        token_level_rewards=token_level_rewards,
+        response_mask=response_mask,
+        index=index,
+        norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
+        config=config,
+    )
+    return scale_negative_advantages(advantages, scale), returns
