@@ -8,7 +8,8 @@ For every validation: held-out success and reward over all validation episodes (
 val_kwargs, and greedy when `turngym.val_greedy` wrote greedy copies), and the share that ended by
 overflow (the response budget ran out). For training: reward, success and seconds per step. Then
 the learning criterion (final sampled held-out success >= 2x step 0 and >= step 0 + 15 points, at
-most 10 % overflow at the end), wall time, CPU seconds of the whole process tree and the load
+most 10 % overflow at the end) with 95 % Wilson intervals of both rates and whether their difference
+is beyond the noise of the validation episodes (two-proportion z-test), wall time, CPU seconds of the whole process tree and the load
 average, so a time measured on a busy machine can be scaled to a quiet one.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -87,7 +89,23 @@ def summarize(out: Path) -> dict:
     return {"val": vals, "train": train, "val_episodes": counts}
 
 
-def criterion(vals: list[dict], mode: str = "sampled") -> tuple[bool, str]:
+def wilson_interval(rate: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate measured on `n` episodes."""
+    if n <= 0:
+        return 0.0, 1.0
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def beyond_noise(first: float, last: float, n: int, z: float = 1.96) -> bool:
+    """Whether two success rates on `n` episodes each differ by more than sampling noise (two-proportion z-test)."""
+    pooled = (first + last) / 2
+    spread = math.sqrt(2 * pooled * (1 - pooled) / n) if n > 0 else 0.0
+    return spread > 0 and abs(last - first) / spread > z
+
+
+def criterion(vals: list[dict], mode: str = "sampled", n: int = 0) -> tuple[bool, str]:
     """Final held-out success >= 2x and >= +0.15 over step 0, overflow <= 10 % at the end."""
     if len(vals) < 2 or vals[0][f"{mode}_success"] is None or vals[-1][f"{mode}_success"] is None:
         return False, f"{mode}: fewer than two validations"
@@ -98,7 +116,20 @@ def criterion(vals: list[dict], mode: str = "sampled") -> tuple[bool, str]:
         f"{mode}: success {first:.1%} -> {last:.1%} (x{last / first:.2f}, {100 * (last - first):+.1f} points)"
         if first > 0
         else f"{mode}: success {first:.1%} -> {last:.1%} ({100 * (last - first):+.1f} points)"
-    ) + f", final overflow {overflow:.1%}: {'PASS' if ok else 'FAIL'}"
+    ) + f", final overflow {overflow:.1%}: {'PASS' if ok else 'FAIL'}" + _noise(first, last, n)
+
+
+def _noise(first: float, last: float, n: int) -> str:
+    """The 95 % intervals of both rates and whether their difference is beyond sampling noise."""
+    if n <= 0:
+        return ""
+    lo0, hi0 = wilson_interval(first, n)
+    lo1, hi1 = wilson_interval(last, n)
+    verdict = "beyond" if beyond_noise(first, last, n) else "within"
+    return (
+        f"; 95 % intervals {lo0:.0%}-{hi0:.0%} and {lo1:.0%}-{hi1:.0%}: the change is {verdict} the noise "
+        f"of {n} episodes"
+    )
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -144,7 +175,7 @@ def print_summary(summary: dict) -> None:
             f"seconds per step: mean {sum(seconds) / len(seconds):.1f}, min {min(seconds):.1f}, max {max(seconds):.1f}"
         )
     for mode in ("sampled", "greedy"):
-        print(criterion(summary["val"], mode)[1])
+        print(criterion(summary["val"], mode, greedy if mode == "greedy" else sampled)[1])
 
 
 def _tree_cpu_seconds(root: int, seen: dict[int, float]) -> None:
