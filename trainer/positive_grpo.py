@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
 
+from trainer.turn_credit import algorithm_setting
+
 POSITIVE_GRPO = "positive_grpo"
 NEGATIVE_SCALE_KEY = "negative_advantage_scale"
 
@@ -31,13 +33,6 @@ def scale_negative_advantages(advantages: torch.Tensor, scale: float) -> torch.T
     if not 0.0 <= scale <= 1.0:
         raise ValueError(f"algorithm.{NEGATIVE_SCALE_KEY} must be in [0, 1], got {scale!r}")
     return torch.where(advantages < 0, advantages * scale, advantages)
-
-
-def _setting(config: Any, key: str, default: Any) -> Any:
-    if config is None:
-        return default
-    value = config.get(key, default) if hasattr(config, "get") else getattr(config, key, default)
-    return default if value is None else value
 
 
 @register_adv_est(POSITIVE_GRPO)
@@ -56,12 +51,12 @@ def compute_positive_grpo_advantage(
     ``config.norm_adv_by_std_in_grpo`` (true), read from the `config=algorithm` verl passes.
     """
     scale = float(
-        _setting(config, NEGATIVE_SCALE_KEY, 0.0)
+        algorithm_setting(config, NEGATIVE_SCALE_KEY, 0.0)
         if negative_advantage_scale is None
         else negative_advantage_scale
     )
     if norm_adv_by_std_in_grpo is None:
-        norm_adv_by_std_in_grpo = bool(_setting(config, "norm_adv_by_std_in_grpo", True))
+        norm_adv_by_std_in_grpo = bool(algorithm_setting(config, "norm_adv_by_std_in_grpo", True))
     if index is None:
         index = np.arange(token_level_rewards.shape[0])
     advantages, returns = get_adv_estimator_fn("grpo")(

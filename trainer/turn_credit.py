@@ -91,7 +91,8 @@ def group_stats(returns: list[torch.Tensor], rows: list[int]) -> tuple[float, fl
     return mean, var**0.5
 
 
-def _setting(config: Any, key: str, default: Any) -> Any:
+def algorithm_setting(config: Any, key: str, default: Any) -> Any:
+    """`config[key]` of the `config=algorithm` verl hands an estimator; `default` when unset or None."""
     if config is None:
         return default
     value = config.get(key, default) if hasattr(config, "get") else getattr(config, key, default)
@@ -115,9 +116,9 @@ def compute_turn_grpo_advantage(
     ``config.gamma`` (1.0) and ``config.norm_adv_by_std_in_grpo`` (true), the keys verl's trainer
     passes as `config=algorithm`.
     """
-    gamma = float(_setting(config, "gamma", 1.0) if gamma is None else gamma)
+    gamma = float(algorithm_setting(config, "gamma", 1.0) if gamma is None else gamma)
     if norm_adv_by_std_in_grpo is None:
-        norm_adv_by_std_in_grpo = bool(_setting(config, "norm_adv_by_std_in_grpo", True))
+        norm_adv_by_std_in_grpo = bool(algorithm_setting(config, "norm_adv_by_std_in_grpo", True))
     bs = token_level_rewards.shape[0]
     if index is None:
         index = np.arange(bs)
@@ -218,14 +219,14 @@ def compute_turn_gigpo_advantage(
             f"{TURN_GIGPO} needs the rollout's turn anchors for all {bs} rows (got "
             f"{'none' if anchors is None else len(anchors)}); the trainer must be turngym's TurngymTrainer"
         )
-    gamma = float(_setting(config, "gamma", 1.0))
-    norm = bool(_setting(config, "norm_adv_by_std_in_grpo", True))
-    extra = _setting(config, "turn_credit", {}) or {}
-    step_weight = float(_setting(extra, "step_weight", 1.0))
-    step_norm = str(_setting(extra, "step_norm", "mean"))
+    gamma = float(algorithm_setting(config, "gamma", 1.0))
+    norm = bool(algorithm_setting(config, "norm_adv_by_std_in_grpo", True))
+    extra = algorithm_setting(config, "turn_credit", {}) or {}
+    step_weight = float(algorithm_setting(extra, "step_weight", 1.0))
+    step_norm = str(algorithm_setting(extra, "step_norm", "mean"))
     if step_norm not in ("mean", "mean_std"):
         raise ValueError(f"algorithm.turn_credit.step_norm={step_norm!r}; valid choices: mean, mean_std")
-    step_group = str(_setting(extra, "step_group", "group"))
+    step_group = str(algorithm_setting(extra, "step_group", "group"))
     if step_group not in STEP_SCOPES:
         raise ValueError(
             f"algorithm.turn_credit.step_group={step_group!r}; valid choices: {', '.join(STEP_SCOPES)}"

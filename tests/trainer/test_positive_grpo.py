@@ -107,16 +107,24 @@ def test_the_group_selects_the_estimator():
     assert cfg.algorithm.adv_estimator == POSITIVE_GRPO and cfg.algorithm.negative_advantage_scale == 0.25
 
 
-def test_the_task_runner_registers_the_estimator():
-    # A fresh interpreter: this module already imported trainer.positive_grpo itself.
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        (POSITIVE_GRPO, "trainer.positive_grpo"),
+        ("turn_grpo", "trainer.turn_credit"),
+        ("turn_gigpo", "trainer.turn_credit"),
+    ],
+)
+def test_the_task_runner_registers_turngyms_estimators(name, module):
+    # A fresh interpreter: this test module already imported the estimators itself.
     code = (
         "import trainer.task_runner\n"
         "from verl.trainer.ppo.core_algos import get_adv_estimator_fn\n"
-        f"print(get_adv_estimator_fn({POSITIVE_GRPO!r}).__module__)"
+        f"print(get_adv_estimator_fn({name!r}).__module__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "trainer.positive_grpo"
+    assert out.stdout.strip().splitlines()[-1] == module
 
 
 def test_registered_under_its_name():
