@@ -1,5 +1,7 @@
 """Expert demonstrations: the envs' scripted experts played out as chat conversations for SFT.
 
+Optionally mixed with a weaker player's episodes, like most real demonstration data.
+
 Written as parquet in the layout of verl's ``MultiTurnSFTDataset`` (``messages`` and ``tools``
 columns), so verl's SFT trainer reads them as they are. The tool schemas are the ones the
 rollout puts in the prompt, so the warm-started model sees the same opening tokens as in RL.
@@ -8,6 +10,7 @@ rollout puts in the prompt, so the warm-started model sees the same opening toke
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,35 @@ def expert_episode(
         env.close()
 
 
+# A reply without a move: the format error a model that talks instead of playing makes.
+TALK_REPLY = "Let me think."
+# Enough error -> talk pairs to show that a talker keeps talking, fewer tokens than an expert's game.
+TALK_TURNS = 3
+OTHER_PLAYERS = ("random", "talk")
+
+
+def talker_episode(env_id: str, env_kwargs: dict, seed: int) -> tuple[list[dict], list[dict], float]:
+    """An episode of a player who answers every turn with `TALK_REPLY`: (messages, tool schemas, total reward)."""
+    import envs
+
+    env = envs.make(env_id, **env_kwargs)
+    try:
+        messages, _ = env.reset(seed=seed)
+        convo = [dict(m) for m in messages]
+        tools = list(getattr(env, "tool_schemas", None) or [])
+        total = 0.0
+        for _ in range(TALK_TURNS):
+            convo.append({"role": "assistant", "content": TALK_REPLY})
+            observation, reward, terminated, truncated, _ = env.step(TALK_REPLY)
+            total += float(reward)
+            if terminated or truncated:
+                break
+            convo.extend(dict(m) for m in observation)
+        return convo, tools, total
+    finally:
+        env.close()
+
+
 def _sft_message(message: dict) -> dict[str, str]:
     """A message reduced to role and content: parquet needs one schema for every row."""
     return {"role": str(message["role"]), "content": str(message.get("content") or "")}
@@ -59,17 +91,33 @@ def write_demonstrations(
     seed: int,
     with_tools: bool = True,
     noise: float = 0.0,
+    expert_share: float = 1.0,
+    other_player: str = "random",
 ) -> dict[str, Any]:
-    """Write `episodes` expert conversations (envs drawn from the mixture `entries`) to parquet."""
+    """Write `episodes` expert conversations (envs drawn from the mixture `entries`) to parquet.
+
+    Only `expert_share` of the episodes, spread evenly, are the expert's. `other_player` plays the
+    rest: "random" (the env's random_action on every move) or "talk" (`talker_episode`).
+    """
+    if other_player not in OTHER_PLAYERS:
+        raise ValueError(
+            f"turngym.warm_start.other_player must be one of {OTHER_PLAYERS}, got {other_player!r}"
+        )
     import pandas as pd
 
     from trainer.datasets import assign_envs
 
-    rows, returns = [], []
+    rows, returns, expert_episodes = [], [], 0
     for index, entry in enumerate(assign_envs(entries, episodes, seed=seed)):
-        convo, tools, total = expert_episode(
-            entry["id"], dict(entry.get("kwargs") or {}), seed + index, noise=noise
-        )
+        # Evenly spread rather than drawn: the count is exact for any number of episodes.
+        by_expert = math.floor((index + 1) * expert_share) > math.floor(index * expert_share)
+        expert_episodes += by_expert
+        kwargs = dict(entry.get("kwargs") or {})
+        if by_expert or other_player == "random":
+            noise_here = noise if by_expert else 1.0
+            convo, tools, total = expert_episode(entry["id"], kwargs, seed + index, noise=noise_here)
+        else:
+            convo, tools, total = talker_episode(entry["id"], kwargs, seed + index)
         rows.append(
             {
                 "messages": [_sft_message(m) for m in convo],
@@ -87,5 +135,7 @@ def write_demonstrations(
     return {
         "episodes": len(rows),
         "expert_noise": noise,
+        "expert_episodes": expert_episodes,
+        "other_player": other_player,
         "expert_mean_return": sum(returns) / max(1, len(returns)),
     }

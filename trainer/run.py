@@ -159,8 +159,13 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
         print("[turngym] checkpoint found: skipping warm start, resuming RL")
         cfg.turngym.model = str(finished_warm_start(out / "warm_start") or cfg.turngym.model)
     elif ws.enable:
+        players = (
+            "expert"
+            if float(ws.expert_share) >= 1
+            else f"{float(ws.expert_share):.0%} expert, rest {ws.other_player}"
+        )
         print(
-            f"[turngym] warm start ({warm_start_engine(cfg)}): {ws.episodes} expert episodes, {ws.epochs} epochs",
+            f"[turngym] warm start ({warm_start_engine(cfg)}): {ws.episodes} episodes ({players}), {ws.epochs} epochs",
             flush=True,
         )
         report = warm_start(
@@ -176,6 +181,8 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
             max_length=int(ws.max_length),
             overrides=list(ws.overrides),
             expert_noise=float(ws.expert_noise),
+            expert_share=float(ws.expert_share),
+            other_player=str(ws.other_player),
             engine=warm_start_engine(cfg),
         )
         print(

@@ -247,13 +247,21 @@ def warm_start(
     engine: str,
     overrides: list[str] | tuple[str, ...] = (),
     expert_noise: float = 0.0,
+    expert_share: float = 1.0,
+    other_player: str = "random",
 ) -> dict[str, Any]:
     """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
     # No defaults here: turngym.warm_start in trainer/config/turngym.yaml is the one place they live.
-    from trainer.expert_demos import write_demonstrations
+    from trainer.expert_demos import OTHER_PLAYERS, write_demonstrations
 
     if not 0.0 <= expert_noise < 1.0:
         raise ValueError(f"turngym.warm_start.expert_noise must be in [0, 1), got {expert_noise!r}")
+    if not 0.0 < expert_share <= 1.0:
+        raise ValueError(f"turngym.warm_start.expert_share must be in (0, 1], got {expert_share!r}")
+    if other_player not in OTHER_PLAYERS:
+        raise ValueError(
+            f"turngym.warm_start.other_player must be one of {OTHER_PLAYERS}, got {other_player!r}"
+        )
     out_dir = Path(out_dir)
     marker = out_dir / DONE_MARKER
     if marker.exists():
@@ -262,7 +270,15 @@ def warm_start(
     out_dir.mkdir(parents=True, exist_ok=True)
     if episodes < batch_size:
         raise ValueError(f"warm start: episodes ({episodes}) must be at least batch_size ({batch_size})")
-    demos = write_demonstrations(entries, out_dir / "demos.parquet", episodes, seed, noise=expert_noise)
+    demos = write_demonstrations(
+        entries,
+        out_dir / "demos.parquet",
+        episodes,
+        seed,
+        noise=expert_noise,
+        expert_share=expert_share,
+        other_player=other_player,
+    )
     if engine == "torch":
         losses = run_sft_loop(
             base_model,

@@ -204,3 +204,53 @@ def test_noise_needs_an_env_with_random_action(tmp_path):
         entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {}}]
         warm_start(build_embedded_model(), tmp_path, entries, **SMALL, expert_noise=1.0)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("other", ["random", "talk"])
+def test_expert_share_mixes_in_a_weaker_players_whole_episodes(other, tmp_path):
+    """expert_share picks exactly that share of episodes for the expert; other_player plays the rest."""
+    import pandas as pd
+
+    from trainer.expert_demos import TALK_REPLY, TALK_TURNS
+
+    entries = [
+        {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy", "action_tool": False}}
+    ]
+    report = write_demonstrations(
+        entries, tmp_path / "demos.parquet", episodes=20, seed=10_000, expert_share=0.25, other_player=other
+    )
+    assert (report["episodes"], report["expert_episodes"], report["other_player"]) == (20, 5, other)
+    rows = pd.read_parquet(tmp_path / "demos.parquet").to_dict("records")
+    expert_rows, other_rows = [], []
+    for row in rows:
+        replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+        clean, _, _ = expert_episode("guess-number-v0", entries[0]["kwargs"], int(row["seed"]))
+        (expert_rows if list(row["messages"]) == clean else other_rows).append(replies)
+    assert len(expert_rows) == 5
+    if other == "talk":
+        assert all(replies == [TALK_REPLY] * TALK_TURNS for replies in other_rows)
+    else:
+        # the env's random player: numbers of the announced range, not binary search
+        assert all(r.isdigit() and 1 <= int(r) <= 20 for replies in other_rows for r in replies)
+    again = write_demonstrations(
+        entries, tmp_path / "again.parquet", episodes=20, seed=10_000, expert_share=0.25, other_player=other
+    )
+    assert again == report
+    assert pd.read_parquet(tmp_path / "again.parquet").equals(pd.read_parquet(tmp_path / "demos.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("setting", "match"),
+    [
+        ({"expert_share": 0.0}, "expert_share must be in"),
+        ({"expert_share": 1.5}, "expert_share must be in"),
+        ({"other_player": "chatty"}, "other_player must be one of"),
+    ],
+)
+def test_bad_demonstrator_mixtures_fail_before_any_work(setting, match, tmp_path):
+    from trainer.warm_start import warm_start
+
+    entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {}}]
+    with pytest.raises(ValueError, match=match):
+        warm_start(build_embedded_model(), tmp_path, entries, **SMALL, **setting)
+    assert not any(tmp_path.iterdir())
