@@ -12,21 +12,23 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+Episode = tuple[list[dict], list[dict], float]
+# A reply without a move: the format error a model that talks instead of playing makes.
+TALK_REPLY = "Let me think."
+# Enough error -> talk pairs to show that a talker keeps talking, fewer tokens than an expert's game.
+TALK_TURNS = 3
+OTHER_PLAYERS = ("random", "talk")
 
-def expert_episode(
-    env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32, noise: float = 0.0
-) -> tuple[list[dict], list[dict], float]:
-    """Play one episode with the env's scripted expert: (messages, tool schemas, total reward).
 
-    With `noise` > 0 the demonstrator is epsilon-greedy: each move is the env's `random_action`
-    with that probability (drawn from a generator seeded by `seed`, so demos are reproducible).
-    """
+def play_episode(
+    env_id: str, env_kwargs: dict, seed: int, move: Callable[[Any], str], max_turns: int
+) -> Episode:
+    """Play one episode, `move(env.unwrapped)` choosing each reply: (messages, tool schemas, total reward)."""
     import envs
-
-    rng = random.Random(seed)
 
     env = envs.make(env_id, **env_kwargs)
     try:
@@ -35,10 +37,7 @@ def expert_episode(
         tools = list(getattr(env, "tool_schemas", None) or [])
         total = 0.0
         for _ in range(max_turns):
-            if noise and rng.random() < noise:
-                action = env.unwrapped.random_action(rng)
-            else:
-                action = env.unwrapped.expert_action()
+            action = move(env.unwrapped)
             convo.append({"role": "assistant", "content": action})
             observation, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
@@ -50,33 +49,27 @@ def expert_episode(
         env.close()
 
 
-# A reply without a move: the format error a model that talks instead of playing makes.
-TALK_REPLY = "Let me think."
-# Enough error -> talk pairs to show that a talker keeps talking, fewer tokens than an expert's game.
-TALK_TURNS = 3
-OTHER_PLAYERS = ("random", "talk")
+def expert_episode(
+    env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32, noise: float = 0.0
+) -> Episode:
+    """Play one episode with the env's scripted expert: (messages, tool schemas, total reward).
+
+    With `noise` > 0 the demonstrator is epsilon-greedy: each move is the env's `random_action`
+    with that probability (drawn from a generator seeded by `seed`, so demos are reproducible).
+    """
+    rng = random.Random(seed)
+
+    def move(game: Any) -> str:
+        if noise and rng.random() < noise:
+            return game.random_action(rng)
+        return game.expert_action()
+
+    return play_episode(env_id, env_kwargs, seed, move, max_turns)
 
 
-def talker_episode(env_id: str, env_kwargs: dict, seed: int) -> tuple[list[dict], list[dict], float]:
+def talker_episode(env_id: str, env_kwargs: dict, seed: int) -> Episode:
     """An episode of a player who answers every turn with `TALK_REPLY`: (messages, tool schemas, total reward)."""
-    import envs
-
-    env = envs.make(env_id, **env_kwargs)
-    try:
-        messages, _ = env.reset(seed=seed)
-        convo = [dict(m) for m in messages]
-        tools = list(getattr(env, "tool_schemas", None) or [])
-        total = 0.0
-        for _ in range(TALK_TURNS):
-            convo.append({"role": "assistant", "content": TALK_REPLY})
-            observation, reward, terminated, truncated, _ = env.step(TALK_REPLY)
-            total += float(reward)
-            if terminated or truncated:
-                break
-            convo.extend(dict(m) for m in observation)
-        return convo, tools, total
-    finally:
-        env.close()
+    return play_episode(env_id, env_kwargs, seed, lambda game: TALK_REPLY, TALK_TURNS)
 
 
 def _sft_message(message: dict) -> dict[str, str]:
