@@ -194,17 +194,12 @@ def check_warm_start(cfg: DictConfig) -> None:
             f"turngym.warm_start imitates scripted experts, and {', '.join(without_expert)} {verb} none "
             "(TextArena's games have none); drop turngym.warm_start.enable=true"
         )
-    from trainer.expert_demos import OTHER_PLAYERS
+    from trainer.expert_demos import demonstrator_problem
     from trainer.warm_start import sft_config
 
-    if not 0.0 <= float(ws.expert_noise) < 1.0:
-        raise ConfigError(f"turngym.warm_start.expert_noise={ws.expert_noise}: give a probability in [0, 1)")
-    if not 0.0 < float(ws.expert_share) <= 1.0:
-        raise ConfigError(f"turngym.warm_start.expert_share={ws.expert_share}: give a share in (0, 1]")
-    if str(ws.other_player) not in OTHER_PLAYERS:
-        raise ConfigError(
-            f"turngym.warm_start.other_player={ws.other_player}: choose one of {', '.join(OTHER_PLAYERS)}"
-        )
+    problem = demonstrator_problem(float(ws.expert_noise), float(ws.expert_share), str(ws.other_player))
+    if problem:
+        raise ConfigError(problem)
     if int(ws.batch_size) < 1 or int(ws.episodes) < int(ws.batch_size):
         raise ConfigError(
             f"turngym.warm_start.episodes ({ws.episodes}) must be at least "

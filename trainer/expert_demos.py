@@ -24,6 +24,19 @@ TALK_TURNS = 3
 OTHER_PLAYERS = ("random", "talk")
 
 
+def demonstrator_problem(noise: float, expert_share: float, other_player: str) -> str | None:
+    """What is wrong with a demonstrator mix (turngym.warm_start's three keys), or None."""
+    if not 0.0 <= noise < 1.0:
+        return f"turngym.warm_start.expert_noise must be in [0, 1), got {noise!r}"
+    if not 0.0 < expert_share <= 1.0:
+        return f"turngym.warm_start.expert_share must be in (0, 1], got {expert_share!r}"
+    if other_player not in OTHER_PLAYERS:
+        return (
+            f"turngym.warm_start.other_player must be one of {', '.join(OTHER_PLAYERS)}, got {other_player!r}"
+        )
+    return None
+
+
 def play_episode(
     env_id: str, env_kwargs: dict, seed: int, move: Callable[[Any], str], max_turns: int
 ) -> Episode:
@@ -92,10 +105,9 @@ def write_demonstrations(
     Only `expert_share` of the episodes, spread evenly, are the expert's. `other_player` plays the
     rest: "random" (the env's random_action on every move) or "talk" (`talker_episode`).
     """
-    if other_player not in OTHER_PLAYERS:
-        raise ValueError(
-            f"turngym.warm_start.other_player must be one of {OTHER_PLAYERS}, got {other_player!r}"
-        )
+    problem = demonstrator_problem(noise, expert_share, other_player)
+    if problem:
+        raise ValueError(problem)
     import pandas as pd
 
     from trainer.datasets import assign_envs
@@ -106,9 +118,10 @@ def write_demonstrations(
         by_expert = math.floor((index + 1) * expert_share) > math.floor(index * expert_share)
         expert_episodes += by_expert
         kwargs = dict(entry.get("kwargs") or {})
-        if by_expert or other_player == "random":
-            noise_here = noise if by_expert else 1.0
-            convo, tools, total = expert_episode(entry["id"], kwargs, seed + index, noise=noise_here)
+        if by_expert:
+            convo, tools, total = expert_episode(entry["id"], kwargs, seed + index, noise=noise)
+        elif other_player == "random":  # noise 1: every move is random_action
+            convo, tools, total = expert_episode(entry["id"], kwargs, seed + index, noise=1.0)
         else:
             convo, tools, total = talker_episode(entry["id"], kwargs, seed + index)
         rows.append(

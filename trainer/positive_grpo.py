@@ -7,11 +7,12 @@ Xiong et al., "A Minimalist Approach to LLM Reasoning: from Rejection Sampling t
 (arXiv:2504.11343), who found that training on positively rewarded samples alone keeps up with
 GRPO and PPO. ``1`` is verl's GRPO exactly.
 
-Why turngym has it: on the embedded 1M-parameter model GRPO's negative advantages do more harm
-than good. Pushing down a sampled wrong guess moves probability to whatever the tiny model ranks
-next, newlines and babble included, and held-out success fell in every GRPO run from the default
-warm start (docs/trainer.md, "Where the limit is"); the same runs with negatives dropped rose.
-A large model, whose next-best tokens are sensible, is usually better served by plain GRPO.
+Why turngym has it: on the embedded 1M-parameter model a negative advantage on a sampled wrong guess
+moves probability to whatever the tiny model ranks next, newlines and babble included, and held-out
+success fell in most GRPO runs from the earlier plain 32-step warm start (docs/trainer.md, "Where the
+limit is"). Dropping the negatives removes that push; it did not make those runs learn reliably, so
+the default stays `grpo`. A large model, whose next-best tokens are sensible, is usually better served
+by plain GRPO.
 """
 
 from __future__ import annotations
@@ -28,9 +29,14 @@ POSITIVE_GRPO = "positive_grpo"
 NEGATIVE_SCALE_KEY = "negative_advantage_scale"
 
 
+def is_negative_scale(value: Any) -> bool:
+    """Whether `value` can be `negative_advantage_scale`: a number (not a bool) in [0, 1]."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+
+
 def scale_negative_advantages(advantages: torch.Tensor, scale: float) -> torch.Tensor:
     """`advantages` with every negative entry multiplied by `scale` (in [0, 1]); positives unchanged."""
-    if not 0.0 <= scale <= 1.0:
+    if not is_negative_scale(scale):
         raise ValueError(f"algorithm.{NEGATIVE_SCALE_KEY} must be in [0, 1], got {scale!r}")
     return torch.where(advantages < 0, advantages * scale, advantages)
 

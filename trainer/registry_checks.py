@@ -47,7 +47,7 @@ def check_registry_values(cfg: DictConfig) -> None:
     if estimator == trainer.positive_grpo.POSITIVE_GRPO:
         key = trainer.positive_grpo.NEGATIVE_SCALE_KEY
         scale = OmegaConf.select(cfg, f"algorithm.{key}", default=0.0)
-        if not isinstance(scale, int | float) or isinstance(scale, bool) or not 0.0 <= scale <= 1.0:
+        if not trainer.positive_grpo.is_negative_scale(scale):
             raise ConfigError(
                 f"algorithm.{key}={scale!r}: give a number from 0 (negative advantages dropped) to 1 (GRPO)"
             )

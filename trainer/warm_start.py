@@ -252,16 +252,11 @@ def warm_start(
 ) -> dict[str, Any]:
     """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
     # No defaults here: turngym.warm_start in trainer/config/turngym.yaml is the one place they live.
-    from trainer.expert_demos import OTHER_PLAYERS, write_demonstrations
+    from trainer.expert_demos import demonstrator_problem, write_demonstrations
 
-    if not 0.0 <= expert_noise < 1.0:
-        raise ValueError(f"turngym.warm_start.expert_noise must be in [0, 1), got {expert_noise!r}")
-    if not 0.0 < expert_share <= 1.0:
-        raise ValueError(f"turngym.warm_start.expert_share must be in (0, 1], got {expert_share!r}")
-    if other_player not in OTHER_PLAYERS:
-        raise ValueError(
-            f"turngym.warm_start.other_player must be one of {OTHER_PLAYERS}, got {other_player!r}"
-        )
+    problem = demonstrator_problem(expert_noise, expert_share, other_player)
+    if problem:  # before anything is written
+        raise ValueError(problem)
     out_dir = Path(out_dir)
     marker = out_dir / DONE_MARKER
     if marker.exists():

@@ -81,9 +81,18 @@ def test_model_shortcut():
             "no_such_key",
         ),
         (["trainer.device=cpu", "turngym.warm_start.episodes=4"], "batch_size (16)"),
-        (["trainer.device=cpu", "turngym.warm_start.expert_share=0"], "give a share in (0, 1]"),
-        (["trainer.device=cpu", "turngym.warm_start.expert_noise=1"], "give a probability in [0, 1)"),
-        (["trainer.device=cpu", "turngym.warm_start.other_player=chatty"], "choose one of random, talk"),
+        (
+            ["trainer.device=cpu", "turngym.warm_start.expert_share=0"],
+            "expert_share must be in (0, 1], got 0.0",
+        ),
+        (
+            ["trainer.device=cpu", "turngym.warm_start.expert_noise=1"],
+            "expert_noise must be in [0, 1), got 1.0",
+        ),
+        (
+            ["trainer.device=cpu", "turngym.warm_start.other_player=chatty"],
+            "other_player must be one of random, talk, got 'chatty'",
+        ),
         (["trainer.total_training_step=2"], "did you mean trainer.total_training_steps?"),
         (["+trainer.total_training_step=2"], "did you mean trainer.total_training_steps?"),
         (["trainer.total_training_steps=abc"], "abc"),
