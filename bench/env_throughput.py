@@ -5,10 +5,14 @@ Rows, all measured in one run, interleaved (round-robin, best of `--rounds`):
 - bare python, new per episode: a new game object and `random.Random(seed)` each episode;
 - turngym env reused: one `envs.make` env (with the layer `make` wraps it in), `reset()` per episode;
 - turngym make() per episode: `envs.make` + `reset(seed=episode)` per episode, as verl's agent loop does.
-Ratios are steps/s over the bare-python row. Time is this process's CPU time by default (`--clock
-cpu`): on a shared machine wall time mostly measures the other processes; `--clock wall` measures it.
+Ratios are steps/s over the bare-python row; rows that build a new env per episode also print their
+ratio over the bare row that builds a new game per episode (the like-for-like baseline: both pay for a
+new object and a seeded generator each episode). `--peers` adds the same game through the peer libraries
+that are installed (GEM, TextArena, SkyRL-gym; see bench/env_peers.py), measured in the same rounds.
+Time is this process's CPU time by default (`--clock cpu`): on a shared machine wall time mostly
+measures the other processes; `--clock wall` measures it.
 
-Run: python bench/env_throughput.py [--episodes N] [--rounds R] [--clock cpu|wall] [--profile]
+Run: python bench/env_throughput.py [--episodes N] [--rounds R] [--clock cpu|wall] [--peers] [--profile]
 """
 
 from __future__ import annotations
@@ -23,41 +27,14 @@ from pathlib import Path
 
 # The checkout this script is in, not whichever one is installed (a worktree measures its own code).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/env_peers.py
+
+import env_peers  # noqa: E402
+from bare_guess_number import BareGuessNumber, register_bare_env  # noqa: E402
 
 import envs  # noqa: E402
 
 clock = time.process_time
-
-
-class BareGuessNumber:
-    """The same game as plain Python: seeded secret, text guesses read as ints, feedback messages as dicts."""
-
-    def reset(self, rng: random.Random) -> None:
-        """New secret and search bounds."""
-        self.secret = rng.randint(1, 100)
-        self.low, self.high, self.left = 1, 100, 9
-
-    def step(self, text: str) -> tuple[dict, float, bool]:
-        """Read the guess, compare, answer."""
-        guess = int(text.strip())
-        self.left -= 1
-        if guess == self.secret:
-            return {"role": "user", "content": f"Correct! The number was {self.secret}."}, 1.0, True
-        if guess < self.secret:
-            self.low = guess + 1
-            word = "higher"
-        else:
-            self.high = guess - 1
-            word = "lower"
-        return (
-            {"role": "user", "content": f"{guess} is wrong. The number is {word}. {self.left} guesses left."},
-            0.0,
-            False,
-        )
-
-    def expert(self) -> str:
-        """Binary search."""
-        return str((self.low + self.high) // 2)
 
 
 def bare_python(episodes: int) -> tuple[int, float]:
@@ -90,9 +67,9 @@ def bare_python_fresh(episodes: int) -> tuple[int, float]:
     return steps, clock() - start
 
 
-def turngym_reused(episodes: int) -> tuple[int, float]:
+def turngym_reused(episodes: int, env_id: str = "guess-number-v0") -> tuple[int, float]:
     """reset + step with the scripted expert through one `envs.make` env, its wrapper included."""
-    env = envs.make("guess-number-v0")
+    env = envs.make(env_id)
     env.reset(seed=0)
     expert = env.unwrapped.expert_action
     steps = 0
@@ -107,12 +84,12 @@ def turngym_reused(episodes: int) -> tuple[int, float]:
     return steps, clock() - start
 
 
-def turngym_make_per_episode(episodes: int) -> tuple[int, float]:
+def turngym_make_per_episode(episodes: int, env_id: str = "guess-number-v0") -> tuple[int, float]:
     """`envs.make` + `reset(seed=episode)` every episode, then the expert's steps."""
     steps = 0
     start = clock()
     for seed in range(episodes):
-        env = envs.make("guess-number-v0")
+        env = envs.make(env_id)
         env.reset(seed=seed)
         expert = env.unwrapped.expert_action
         while True:
@@ -123,18 +100,30 @@ def turngym_make_per_episode(episodes: int) -> tuple[int, float]:
     return steps, clock() - start
 
 
+def bare_game_reused(episodes: int) -> tuple[int, float]:
+    """`turngym_reused` with the bare game as a TextEnv (bench/bare_guess_number.py): the framework's cost."""
+    return turngym_reused(episodes, register_bare_env())
+
+
+def bare_game_make_per_episode(episodes: int) -> tuple[int, float]:
+    """`turngym_make_per_episode` with the bare game as a TextEnv: the framework's cost."""
+    return turngym_make_per_episode(episodes, register_bare_env())
+
+
 ROWS = [
     ("bare python", bare_python),
     ("bare python, new per episode", bare_python_fresh),
     ("turngym env reused", turngym_reused),
     ("turngym make() per episode", turngym_make_per_episode),
+    ("turngym + bare game, reused", bare_game_reused),
+    ("turngym + bare game, make()", bare_game_make_per_episode),
 ]
 GOALS = {"turngym env reused": 0.7, "turngym make() per episode": 0.5}
 
 
 def profile(episodes: int, top: int) -> None:
     """cProfile top entries (by own time) of both turngym rows."""
-    for name, fn in ROWS[2:]:
+    for name, fn in ROWS[2:4]:
         fn(min(episodes, 200))  # warm-up: imports and first-use caches are not what is measured
         profiler = cProfile.Profile(clock)  # the same clock as the figures (CPU time by default)
         profiler.enable()
@@ -154,26 +143,34 @@ def main() -> None:
     parser.add_argument(
         "--clock", choices=["cpu", "wall"], default="cpu", help="process CPU time or wall time"
     )
+    parser.add_argument("--peers", action="store_true", help="add the installed peer libraries' rows")
     parser.add_argument("--profile", action="store_true", help="print cProfile top entries instead")
     parser.add_argument("--top", type=int, default=20, help="entries shown by --profile")
     args = parser.parse_args()
     global clock
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    clock = env_peers.clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.profile:
         profile(args.episodes, args.top)
         return
-    for _, fn in ROWS:
+    rows = ROWS + (env_peers.peer_rows() if args.peers else [])
+    if args.peers and len(rows) == len(ROWS):
+        print("--peers: no peer library is installed (pip install gem-llm skyrl-gym textarena==0.7.4)")
+    for _, fn in rows:
         fn(50)  # warm-up
-    best = {name: 0.0 for name, _ in ROWS}
+    best = {name: 0.0 for name, _ in rows}
     # Round-robin, so load from other processes on a shared machine hits every row alike.
     for _ in range(args.rounds):
-        for name, fn in ROWS:
+        for name, fn in rows:
             steps, seconds = fn(args.episodes)
             best[name] = max(best[name], steps / seconds)
-    base = best["bare python"]
-    for name, _ in ROWS:
-        goal = f"   (goal >= {GOALS[name]})" if name in GOALS else ""
-        print(f"{name:<30} {best[name]:>12,.0f} steps/s   ratio {best[name] / base:.3f}{goal}")
+    base, fresh = best["bare python"], best["bare python, new per episode"]
+    for name, _ in rows:
+        line = f"{name:<30} {best[name]:>12,.0f} steps/s   ratio {best[name] / base:.3f}"
+        if ("per episode" in name or "make()" in name) and not name.startswith("bare"):
+            line += f"   ({best[name] / fresh:.3f} of the bare new-per-episode row)"
+        if name in GOALS:
+            line += f"   (goal >= {GOALS[name]})"
+        print(line)
 
 
 if __name__ == "__main__":
