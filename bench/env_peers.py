@@ -6,9 +6,14 @@ library returns, like the turngym rows. A peer that is not installed has no rows
 
 - GEM (`gem-llm`): its own `GuessTheNumberEnv`, through `gem.make`.
 - TextArena (`textarena`): its own `GuessTheNumber-v0-raw` (no wrappers), through `textarena.make`.
-- SkyRL-gym (`skyrl-gym`): it ships no game env, only the `BaseTextEnv` its users subclass, so its rows
-  are the bench's bare game (bench/bare_guess_number.py) in that class (`skyrl_gym.make` plus its step-output dict): they measure the
-  library's make and step plumbing around the cheapest possible game, not a game of its own.
+- SkyRL-gym (`skyrl-gym`): it ships no game env, only the `BaseTextEnv` its users subclass, so its row
+  is the bench's bare game (bench/bare_guess_number.py) in that class, made by `skyrl_gym.make` and
+  answering with its step-output dict: it measures the library's make and step plumbing around the
+  cheapest possible game, not a game of its own.
+
+Each library has its own episode loop, written against its step and answer directly, rather than one
+loop calling per-library step and read functions: such a call on every step would be charged to the
+peers and not to turngym's rows, whose loops call `env.step` directly too.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from pathlib import Path
 
 # The checkout this script is in, not whichever one is installed (a worktree measures its own code).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/env_peers.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # env_peers.py and bare_guess_number.py beside it
 
 import env_peers  # noqa: E402
 from bare_guess_number import BareGuessNumber, register_bare_env  # noqa: E402
@@ -166,7 +166,7 @@ def main() -> None:
     base, fresh = best["bare python"], best["bare python, new per episode"]
     for name, _ in rows:
         line = f"{name:<30} {best[name]:>12,.0f} steps/s   ratio {best[name] / base:.3f}"
-        if ("per episode" in name or "make()" in name) and not name.startswith("bare"):
+        if "make()" in name:  # every row that builds an env per episode, and only those
             line += f"   ({best[name] / fresh:.3f} of the bare new-per-episode row)"
         if name in GOALS:
             line += f"   (goal >= {GOALS[name]})"
