@@ -58,7 +58,10 @@ class Tool:
         return function_schema(self.name, self.description, self.args_model)
 
     async def run(self, args: pydantic.BaseModel, context: dict | None) -> ToolResult | str:
-        """Do the work; raise freely (the caller turns exceptions into error results)."""
+        """Do the work; raise freely (the caller turns exceptions into error results).
+
+        Subclasses may define it as `async def` or as a plain `def` (which then runs in a worker thread).
+        """
         raise NotImplementedError(f"{type(self).__name__}.run is not implemented")
 
     def parse_arguments(self, arguments: dict | str | None) -> pydantic.BaseModel | str:
@@ -106,6 +109,12 @@ class Tool:
         return self._finish(out)
 
     async def _guarded_run(self, args: pydantic.BaseModel, context: dict | None) -> Any:
+        # A subclass may write a plain `def run`: it runs in a worker thread so it cannot stall the event loop.
+        if not inspect.iscoroutinefunction(self.run):
+            out = await asyncio.to_thread(_no_exit, self.run, {"args": args, "context": context})
+            if inspect.isawaitable(out):  # a plain `def` that returns a coroutine
+                out = await out
+            return out
         # asyncio re-raises SystemExit out of the event loop; a tool calling sys.exit must not end the rollout.
         try:
             return await self.run(args, context)

@@ -164,6 +164,25 @@ def test_exceptions_system_exit_and_timeouts_never_raise():
     assert slow.call_sync({}).content == "tool `slow` timed out after 0.05s"
 
 
+def test_subclass_with_a_plain_def_run_works_as_docs_tools_md_shows():
+    class Scale(Tool):
+        name = "scale"
+        description = "Multiply by a factor."
+
+        class Args(pydantic.BaseModel):
+            x: float
+
+        def run(self, args, context):  # a plain def, not async
+            if args.x < 0:
+                raise SystemExit(2)
+            return str(args.x * 2)
+
+    scale = Scale()
+    assert scale.call_sync({"x": 1.5}) == ToolResult("3.0")
+    assert scale.call_sync({"x": -1}).content == "tool `scale` failed: SystemExit: 2"
+    assert scale.call_sync({"x": "a"}).is_error
+
+
 def test_async_function_context_and_return_conversion():
     @tool(name="ctx", description="Echo context.")
     async def echo(key: str, context: dict | None = None) -> dict:
