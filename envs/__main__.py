@@ -181,7 +181,8 @@ def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
         total += reward
         _show(render_transcript(messages))
         _show(
-            f"  reward {reward:+.3f}  total {total:+.3f}"
+            # round(x, 3) + 0.0 turns -0.0 (and -0.0001) into 0.0, so no "-0.000" is printed
+            f"  reward {round(reward, 3) + 0.0:+.3f}  total {round(total, 3) + 0.0:+.3f}"
             + (f"  [{info['format_error']}]" if info.get("format_error") else "")
         )
         if terminated or truncated:

@@ -43,10 +43,16 @@ def _rate(values: list[bool]) -> str:
     return f"{sum(values) / len(values):.2f}" if values else "-"
 
 
+def _judged(t: Trajectory) -> bool:
+    # An episode cut off by its budget or turn limit has no verdict of its own (success=None): it did not
+    # succeed. Only an env that ends without naming success (terminated, success=None) is not judged.
+    return t.success is not None or t.termination != "terminated"
+
+
 def _row(name: str, trajs: list[Trajectory]) -> str:
     rewards = [t.total_reward for t in trajs]
     ok = [t for t in trajs if not t.error]
-    judged = [bool(t.success) for t in ok if t.success is not None or t.termination != "terminated"]
+    judged = [bool(t.success) for t in ok if _judged(t)]
     cells = [
         html.escape(name),
         str(len(trajs)),
@@ -68,7 +74,7 @@ def summary_html(trajectories: list[Trajectory]) -> str:
     rows = [_row("all", trajectories)] + [_row(name, ts) for name, ts in sorted(by_env.items())]
     links = []
     for k, t in enumerate(trajectories):
-        mark = " fail" if t.error or t.success is False else ""
+        mark = " fail" if t.error or (_judged(t) and not t.success) else ""
         reward = t.total_reward if math.isfinite(t.total_reward) else float("nan")
         links.append(
             f"<a class='{mark.strip()}' href='#ep{k}' title='{html.escape(str(t.env_id))} seed {t.seed}'>"

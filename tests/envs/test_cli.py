@@ -71,3 +71,12 @@ def test_list_into_a_closed_pipe_ends_quietly():
         os.close(write_end)
     assert proc.returncode == 1
     assert b"Traceback" not in proc.stderr and b"BrokenPipeError" not in proc.stderr, proc.stderr
+
+
+def test_play_never_prints_negative_zero(capsys):
+    # A reward of -0.0 (or a tiny negative one that rounds to it) must print as +0.000.
+    env = envs.make("guess-number-v0", difficulty="easy", format_penalty=0.0)
+    answers = iter(["banana", "5", "1", "10", None])
+    assert play_episode(env, 0, lambda: next(answers)) == 0
+    out = capsys.readouterr().out
+    assert "reward +0.000" in out and "-0.000" not in out

@@ -120,3 +120,15 @@ def test_eval_reads_a_runs_envs_and_budgets(tmp_path):
     assert settings["max_response_tokens"] == 128 and settings["max_turns"] == 5
     plan = rollout_eval.eval_plan({"model": str(step)}, {"max_turns": 3}, settings)
     assert plan == [{"id": "guess-number-v0", "kwargs": {"difficulty": "hard", "max_turns": 3}}]
+
+
+def test_view_marks_budget_ended_episodes_as_unsuccessful():
+    from rollout.trajectory import Trajectory
+    from rollout.view import summary_html
+
+    won = Trajectory(prompt_ids=[1], env_id="g", seed=0, termination="terminated", success=True)
+    cut = Trajectory(prompt_ids=[1], env_id="g", seed=1, termination="budget", success=None)
+    unjudged = Trajectory(prompt_ids=[1], env_id="g", seed=2, termination="terminated", success=None)
+    page = summary_html([won, cut, unjudged])
+    assert page.count("class='fail'") == 1 and "class='fail' href='#ep1'" in page
+    assert "<td>0.50</td>" in page  # the cut-off episode counts as a failure in the success rate
