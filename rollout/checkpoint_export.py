@@ -1,6 +1,7 @@
 """Turn what a training run leaves behind into a Hugging Face model directory an engine can load.
 
-``resolve_model(path)`` accepts a Hugging Face model directory (used as is), a run folder
+``resolve_model(path)`` accepts a model name or ``gguf:<file>`` (``rollout/named_models.py``: converted
+once into a cached directory), a Hugging Face model directory (used as is), a run folder
 (``outputs/<env>``: its latest checkpoint), a checkpoints folder, a ``global_step_N`` folder, an
 FSDP actor folder (``.../actor``) or the config-only ``.../actor/huggingface`` folder verl writes
 beside the shards. Shards are merged by verl's own model merger (``python -m verl.model_merger``)
@@ -15,6 +16,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from rollout.named_models import ModelSourceError, is_model_name, resolve_named_model
 
 LATEST = "latest_checkpointed_iteration.txt"
 EXPORT_DIR = "actor_hf"
@@ -127,7 +130,22 @@ def _cuda_available() -> bool:
 
 
 def resolve_model(path: str | Path) -> Path:
-    """A Hugging Face model directory for any model/run/checkpoint path, exported when needed."""
+    """A Hugging Face model directory for any model name, GGUF, model/run/checkpoint path, exported when needed.
+
+    Args:
+        path: a name (``smollm2-135m-instruct``, ``embedded``), ``gguf:<file>``, or a directory.
+
+    Returns:
+        A directory ``from_pretrained`` loads.
+
+    Raises:
+        CheckpointError: one line saying what is wrong (a missing package, a bad file, a wrong folder).
+    """
+    if is_model_name(path):
+        try:
+            return resolve_named_model(str(path))
+        except ModelSourceError as exc:
+            raise CheckpointError(str(exc)) from None
     path = Path(path).expanduser()
     if not path.exists():
         raise CheckpointError(f"model={path}: the path does not exist")
