@@ -8,9 +8,10 @@ user's file itself is never written. A file holds one row per episode, in either
     env_id (str), seed (int), env_kwargs (optional: a dict, a JSON object string, or null)
     extra_info {env_id, seed, env_kwargs}            (rows trainer.run wrote, e.g. copied from a run)
 
-Every problem (missing file or column, unregistered env id, bad seed or kwargs, an env that cannot be
-built with those kwargs) is one line naming the key, the file and the row, raised before anything is
-written or started.
+A row's env_kwargs may hold only what the env declares safe for clients (``envs.client_kwargs``: game
+options such as difficulty), checked before any env is built. Every problem (missing file or column,
+unregistered env id, bad seed or kwargs, a kwarg rows may not set, an env that cannot be built with
+them) is one line naming the key, the file and the row, raised before anything is written or started.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def read_episodes(path: Path, key: str) -> list[Episode]:
     import pandas as pd
 
     import envs
+    from envs.client_kwargs import ClientKwargError, check_client_kwargs
 
     name = f"data.{key}={path}"
     if not path.is_file():
@@ -120,7 +122,15 @@ def read_episodes(path: Path, key: str) -> list[Episode]:
                 f"{where}: env {env_id!r} is not registered{hint}; `python -m envs list` shows them, and a "
                 "module registering your own goes in turngym.import_modules=[my_pkg.my_envs]"
             )
-        episodes.append((env_id, _seed(record.get("seed"), where), _kwargs(record.get("env_kwargs"), where)))
+        kwargs = _kwargs(record.get("env_kwargs"), where)
+        try:
+            # A row file may come from anyone: it picks game-level options only, as a served env's client.
+            check_client_kwargs(envs.spec(env_id), kwargs)
+        except ClientKwargError as exc:
+            raise ConfigError(
+                f"{where}: {exc}; isolation, sandboxes, tools and paths are not a row's to set"
+            ) from None
+        episodes.append((env_id, _seed(record.get("seed"), where), kwargs))
     return episodes
 
 

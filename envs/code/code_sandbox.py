@@ -43,6 +43,8 @@ class CodeSandboxEnv(TextEnv):
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
     action_help = "Call `python` to test code or `submit` with your complete solution."
     reset_options = {"problem_id": str, "index": int, "tier": str}
+    # Which problems and how replies are read; the sandbox, its limits and the grading are the operator's.
+    client_kwargs = ("tier", "submit_code_blocks")
     system_prompt = (
         "You are an expert Python programmer. Solve the problem. You may test code with the `python` tool; "
         "when you are confident, call `submit` with your complete solution."

@@ -57,6 +57,8 @@ class TextGame(TextEnv, Generic[A]):
     default_difficulty: ClassVar[str] = "medium"
     action_tool_name: ClassVar[str] = "move"
     action_tool_description: ClassVar[str] = "Make a move."
+    #: Constructor kwargs a served env's clients may choose (envs.client_kwargs); the operator sets the rest.
+    client_kwargs: ClassVar[tuple[str, ...]] = ("difficulty", "action_tool")
 
     def __init__(
         self,

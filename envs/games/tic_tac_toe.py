@@ -99,6 +99,7 @@ class TicTacToeEnv(TextGame[int]):
     }
     action_tool_name = "place"
     reset_options = {"difficulty": ("easy", "medium", "hard"), "agent_mark": ("X", "O", "random")}
+    client_kwargs = ("difficulty", "action_tool", "agent_mark")
     action_tool_description = "Put your mark on an empty cell (1-9, rows top to bottom)."
     action_help = "Reply with the number (1-9) of an empty cell."
     #: How often the medium opponent ignores its win/block rules and plays at random.

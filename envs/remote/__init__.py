@@ -26,7 +26,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: loopback only)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument(
-        "--token", default=None, help="require `Authorization: Bearer TOKEN` on every route but /health"
+        "--token",
+        default=None,
+        help="require `Authorization: Bearer TOKEN` on every route but /health (or TURNGYM_ENV_TOKEN); "
+        "required when --host is not loopback",
     )
     parser.add_argument("--max-sessions", type=int, default=256, help="open sessions at most (503 beyond)")
     parser.add_argument("--max-concurrency", type=int, default=64, help="env calls running at once")
@@ -34,7 +37,28 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-queue", type=int, default=None, help="env calls waiting beyond those (429 beyond)"
     )
     parser.add_argument(
-        "--idle-timeout", type=float, default=600.0, help="seconds before an idle session is closed"
+        "--idle-timeout",
+        type=float,
+        default=600.0,
+        help="seconds before an idle session is closed and its env released",
+    )
+    parser.add_argument("--max-body-mb", type=float, default=16.0, help="request bodies over this get 413")
+    parser.add_argument(
+        "--body-timeout", type=float, default=30.0, help="seconds to receive a request body (408 beyond)"
+    )
+    parser.add_argument(
+        "--env-kwargs",
+        action="append",
+        default=[],
+        metavar="ID:KEY=VALUE",
+        help="a kwarg the operator sets for every session of env ID, which clients cannot change, e.g. "
+        "code-sandbox-v0:isolation=bwrap (VALUE parsed as JSON when possible); repeatable",
+    )
+    parser.add_argument(
+        "--env-config",
+        default=None,
+        metavar="FILE",
+        help="YAML or JSON mapping env id -> {kwarg: value}, as --env-kwargs (which override it)",
     )
     parser.add_argument("--log-level", default="warning")
 

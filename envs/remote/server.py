@@ -12,10 +12,16 @@ Routes (JSON in, JSON out; every failure is `{"error": {"code", "message"}}` wit
     PUT    /v1/sessions/{id}/tool_call_format  {"tool_call_format"}: how the env reads calls in reply text
     DELETE /v1/sessions/{id}               close the env
 
+Trust: a client chooses the env id, seed, reset options and the kwargs the env declares safe for clients
+(`envs.client_kwargs`); `max_turns` and `format_penalty` only stricter than the operator's. Everything else
+(isolation, sandbox backends and endpoints, tool files, paths, opponents) is set by the operator with
+`--env-kwargs ID:KEY=VALUE` or `--env-config FILE`; a client sending any of it gets 400 `refused_kwarg`
+naming the key, and nothing is made. Beyond loopback the server does not start without a token.
+
 Load and faults: at most `max_sessions` sessions are open (503 `sessions_full` beyond, with Retry-After);
 at most `max_concurrency` env calls run at once and `max_queue` wait (429 `busy` beyond); a session idle
 for `idle_timeout_s` is closed (later calls get 410 `session_expired`); two calls at once on one session
-get 409 `session_busy`. Env calls that block (make, reset, close, the expert) run in worker threads;
+get 409 `session_busy`; a request body not received within `body_timeout_s` gets 408. Env calls that block (make, reset, close, the expert) run in worker threads;
 `step` awaits the env's `astep`, as the rollout does.
 """
 
@@ -34,13 +40,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import envs
+from envs.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote.wire import decode_action, error_body, to_json
 from tools.request_error import RequestError
 
 _MB = 1024 * 1024
-# Kwargs that would hand the server's process to the client (objects cannot cross JSON anyway).
-_REFUSED_KWARGS = ("render_mode",)
+# The fields each request body may have: anything else is refused by name, not ignored.
+_FIELDS = {
+    "create": ("env_id", "kwargs", "max_turns", "format_penalty"),
+    "reset": ("seed", "options"),
+    "step": ("action", "action_type"),
+    "tool_call_format": ("tool_call_format",),
+}
 
 
 @dataclass
@@ -149,17 +161,28 @@ def _error_response(exc: RequestError):
     return _json_response(error_body(exc.code, exc.message, **exc.extra), exc.status, exc.headers)
 
 
-async def _read_json(request, max_bytes: int) -> dict[str, Any]:
+async def _read_json(request, max_bytes: int, timeout_s: float, fields: tuple[str, ...]) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     too_big = f"request body is over this server's maximum of {max_bytes / _MB:g} MB"
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, "body_too_large", too_big)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise RequestError(413, "body_too_large", too_big)
-        chunks.append(chunk)
+    chunks: list[bytes] = []
+
+    async def receive() -> None:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise RequestError(413, "body_too_large", too_big)
+            chunks.append(chunk)
+
+    try:
+        # A client trickling its body (slowloris) must not hold a handler and its buffer forever.
+        await asyncio.wait_for(receive(), timeout_s)
+    except TimeoutError:
+        raise RequestError(
+            408, "body_timeout", f"request body not received within {timeout_s:g}s; send it whole"
+        ) from None
     raw = b"".join(chunks)
     if not raw.strip():
         return {}
@@ -171,6 +194,14 @@ async def _read_json(request, max_bytes: int) -> dict[str, Any]:
         raise RequestError(400, "bad_request", "body is nested too deeply to parse") from None
     if not isinstance(body, dict):
         raise RequestError(400, "bad_request", f"body must be a JSON object, got {type(body).__name__}")
+    for key in body:
+        if key not in fields:
+            raise RequestError(
+                400,
+                "bad_request",
+                f"unknown field {key[:80]!r} in the request body (fields: {', '.join(fields)})",
+                key=key[:80],
+            )
     return body
 
 
@@ -198,8 +229,25 @@ def create_app(
     idle_timeout_s: float = 600.0,
     token: str | None = None,
     max_body_mb: float = 16.0,
+    body_timeout_s: float = 30.0,
+    operator_kwargs: dict[str, dict[str, Any]] | None = None,
 ):
-    """The Starlette app serving every registered env (see the module docstring for routes and limits)."""
+    """The Starlette app serving every registered env (see the module docstring for routes and limits).
+
+    Args:
+        max_sessions: open sessions at most (503 beyond).
+        max_concurrency: env calls running at once.
+        max_queue: env calls waiting beyond those (429 beyond); default 4 x max_concurrency.
+        idle_timeout_s: a session unused this long is closed and its env released.
+        token: when set, every route but /health needs `Authorization: Bearer <token>`.
+        max_body_mb: request bodies over this get 413.
+        body_timeout_s: a request body not received whole within this gets 408.
+        operator_kwargs: env id -> kwargs the operator sets for every session of that env; clients cannot
+            override them.
+
+    Returns:
+        A Starlette app (run it with uvicorn).
+    """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
@@ -207,7 +255,12 @@ def create_app(
     table = SessionTable(max_sessions, idle_timeout_s)
     gate = Gate(max_concurrency, 4 * max_concurrency if max_queue is None else max_queue)
     max_bytes = int(max_body_mb * _MB)
-    stats = {"sessions_created": 0, "sessions_expired": 0, "steps": 0, "rejected": 0}
+    operator_kwargs = {k: dict(v) for k, v in (operator_kwargs or {}).items()}
+
+    async def read_body(request, route: str) -> dict[str, Any]:
+        return await _read_json(request, max_bytes, body_timeout_s, _FIELDS[route])
+
+    stats = {"sessions_created": 0, "sessions_expired": 0, "steps": 0, "rejected": 0, "refused": 0}
 
     def guarded(handler):
         async def endpoint(request):
@@ -273,23 +326,37 @@ def create_app(
         )
 
     async def create(request):
-        body = await _read_json(request, max_bytes)
+        body = await read_body(request, "create")
         env_id = body.get("env_id")
         if not isinstance(env_id, str):
             raise RequestError(400, "bad_request", "`env_id` (a registered env id) is required")
         kwargs = body.get("kwargs") or {}
         if not isinstance(kwargs, dict):
             raise RequestError(400, "bad_request", "`kwargs` must be an object of constructor options")
-        for key in _REFUSED_KWARGS:
-            if key in kwargs:
-                raise RequestError(400, "bad_arguments", f"{key}= cannot be set on a remote env")
+        kwargs = dict(kwargs)
         for key in ("max_turns", "format_penalty"):
             if body.get(key) is not None:
+                if kwargs.get(key) is not None:
+                    raise RequestError(400, "bad_request", f"`{key}` given twice (in the body and in kwargs)")
                 kwargs[key] = body[key]
         try:
-            envs.spec(env_id)
+            env_spec = envs.spec(env_id)
         except UnknownEnvError as exc:
             raise _env_error(exc) from None
+        operator = operator_kwargs.get(env_id, {})
+        try:
+            kwargs = {**check_client_kwargs(env_spec, kwargs, operator), **operator}
+        except ClientKwargError as exc:
+            stats["refused"] += 1
+            raise RequestError(
+                400,
+                "refused_kwarg",
+                f"{exc}; the server's operator sets the rest (python -m envs serve --env-kwargs ID:KEY=VALUE)"
+                if exc.operator_only
+                else str(exc),
+                key=exc.key[:80],
+                exception="ValueError",
+            ) from None
         table.reserve()
         try:
             async with gate:
@@ -333,7 +400,7 @@ def create_app(
                 session.last_used = time.monotonic()
 
     async def reset(request):
-        body = await _read_json(request, max_bytes)
+        body = await read_body(request, "reset")
         seed, options = body.get("seed"), body.get("options")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
             raise RequestError(
@@ -353,7 +420,7 @@ def create_app(
         return await in_session(request, work)
 
     async def step(request):
-        body = await _read_json(request, max_bytes)
+        body = await read_body(request, "step")
         if "action" not in body and "action_type" not in body:
             raise RequestError(400, "bad_request", "`action` (the assistant's text or message) is required")
         try:
@@ -382,7 +449,7 @@ def create_app(
         return await in_session(request, work)
 
     async def tool_call_format(request):
-        body = await _read_json(request, max_bytes)
+        body = await read_body(request, "tool_call_format")
         if "tool_call_format" not in body:
             raise RequestError(
                 400, "bad_request", "`tool_call_format` (a format name such as hermes, or null) is required"
@@ -522,20 +589,42 @@ def _close_quietly(env: Any) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Run the server until interrupted."""
+    """Run the server until interrupted; bad settings are one line on stderr and exit status 2.
+
+    Args:
+        args: the `serve` subcommand's options (`envs.remote.add_serve_arguments`).
+
+    Returns:
+        The exit status.
+    """
     import os
+    import sys
 
     import uvicorn
 
+    from envs.remote.operator_config import OperatorConfigError, operator_kwargs, require_token
+
     token = args.token or os.environ.get("TURNGYM_ENV_TOKEN") or None
-    if args.host not in ("127.0.0.1", "localhost", "::1") and token is None:
-        print(f"warning: serving on {args.host} without --token: anyone who can reach it can run envs")
+    try:
+        require_token(args.host, token)
+        for flag, value in (("--idle-timeout", args.idle_timeout), ("--body-timeout", args.body_timeout)):
+            if not value > 0:
+                raise OperatorConfigError(f"{flag} must be a number of seconds > 0, got {value}")
+        if not args.max_body_mb > 0:
+            raise OperatorConfigError(f"--max-body-mb must be > 0, got {args.max_body_mb}")
+        operator = operator_kwargs(args.env_config, args.env_kwargs)
+    except OperatorConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     app = create_app(
         max_sessions=args.max_sessions,
         max_concurrency=args.max_concurrency,
         max_queue=args.max_queue,
         idle_timeout_s=args.idle_timeout,
         token=token,
+        max_body_mb=args.max_body_mb,
+        body_timeout_s=args.body_timeout,
+        operator_kwargs=operator,
     )
     uvicorn.run(
         app,

@@ -47,6 +47,7 @@ class RepoFixEnv(TextEnv):
     difficulties = DIFFICULTIES
     default_difficulty = "easy"
     reset_options = {"difficulty": tuple(DIFFICULTIES)}
+    client_kwargs = ("difficulty",)  # the sandbox, its limits and the grading are the operator's
     action_help = (
         "Call `shell`, `read` or `edit` to work on the repository, and `submit` when the tests pass."
     )

@@ -49,6 +49,7 @@ class TextArenaEnv(TextEnv):
     """
 
     reset_options: dict[str, Any] = {}
+    client_kwargs = ("seat",)  # the opponent (an engine, a callable) and its budget are the operator's
 
     def __init__(
         self,

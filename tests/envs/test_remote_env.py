@@ -59,9 +59,21 @@ def server():
 
 @pytest.fixture(scope="module")
 def small_server():
-    """One session slot too few: 2 sessions, 1 env call at a time, none waiting, sessions idle 5 s expire."""
+    """One session slot too few: 2 sessions, 1 env call at a time, none waiting, sessions idle 5 s expire.
+
+    The operator gives guess-number-v0 the python tool (a client cannot ask for tools).
+    """
     url, proc = _spawn(
-        "--max-sessions", "2", "--max-concurrency", "1", "--max-queue", "0", "--idle-timeout", "5"
+        "--max-sessions",
+        "2",
+        "--max-concurrency",
+        "1",
+        "--max-queue",
+        "0",
+        "--idle-timeout",
+        "5",
+        "--env-kwargs",
+        'guess-number-v0:tools=["python"]',
     )
     yield url
     stop_server(proc)
@@ -217,9 +229,9 @@ def test_local_errors_are_raised_with_the_same_types(server):
             "/v1/sessions",
             b'{"env_id": "maze-v0", "kwargs": {"render_mode": "human"}}',
             400,
-            "bad_arguments",
+            "refused_kwarg",
         ),
-        ("POST", "/v1/sessions", b'{"env_id": "maze-v0", "kwargs": {"no_such": 1}}', 400, "bad_arguments"),
+        ("POST", "/v1/sessions", b'{"env_id": "maze-v0", "kwargs": {"no_such": 1}}', 400, "refused_kwarg"),
         ("POST", "/v1/sessions", b"[" * 100_000 + b"]" * 100_000, 400, "bad_request"),
         ("GET", "/v1/nothing", None, 404, "not_found"),
         ("DELETE", "/v1/envs", None, 405, "method_not_allowed"),
@@ -281,7 +293,7 @@ def test_token_is_required_when_set():
 # ----- limits ---------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_limits_sessions_calls_and_idle_expiry(small_server):
-    a = envs.make("guess-number-v0", tools=["python"], remote=small_server, retry_s=0)
+    a = envs.make("guess-number-v0", remote=small_server, retry_s=0)
     b = envs.make("guess-number-v0", remote=small_server, retry_s=0)
     # Sessions: a third is refused with 503 and a Retry-After while two are open.
     with pytest.raises(RemoteEnvError) as full:
