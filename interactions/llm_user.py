@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from interactions.engine import Engine
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply, Message
+from tools.chat_encoding import ChatEncoder
 from tools.run_sync import run_sync
 
 T = TypeVar("T")
@@ -54,6 +55,7 @@ class LLMUser(Interaction):
             tokenizer = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
         self.engine = engine
         self.tokenizer = tokenizer
+        self.chat = ChatEncoder(tokenizer)
         self.persona, self.goal, self.opening = persona, goal, opening
         self.instructions = instructions
         self.sampling_params = {
@@ -118,9 +120,12 @@ class LLMUser(Interaction):
         return text or "...", meta
 
     def encode(self, conversation: list[Message]) -> list[int]:
-        """Prompt ids for the role-playing model: the chat template with a generation prompt."""
-        text = self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        """Prompt ids for the role-playing model: the chat template with a generation prompt.
+
+        Contents are plain text (the agent's replies are in them): only the template's markup becomes
+        special ids, so the agent cannot write a system turn into this prompt.
+        """
+        return self.chat.encode_chat(conversation, add_generation_prompt=True)
 
     def finish(self, outcome: dict[str, Any] | None = None) -> InteractionOutcome:
         """Success when the user said its goal was met."""

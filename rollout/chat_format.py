@@ -10,11 +10,19 @@ Token-exact assembly needs three facts about a template, all measured rather tha
   render(probe + new, generation prompt) over render(probe), with a fixed probe conversation so the
   real history is never re-rendered (templates that rewrite history, e.g. drop old think blocks, do not
   disturb the tokens already generated).
+
+Message contents (and tool schemas) are tokenized as plain text (`tools.chat_encoding.ChatEncoder`): only
+the template's own markup becomes special ids, so text the policy wrote and an env echoed back cannot
+open a system turn. "Token-exact" therefore means: the assembled ids equal `conversation_ids(messages)`,
+the template's render tokenized with every non-assistant content as text and each assistant turn as the
+tokens the model generates for it.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from tools.chat_encoding import ChatEncoder
 
 _MARK = "\u2063TURNGYM_PROBE\u2063"
 _PROBE_USER = {"role": "user", "content": "probe"}
@@ -37,6 +45,7 @@ class ChatFormat:
         self.tokenizer = tokenizer
         self.tools = list(tools) if tools else None
         self.kwargs = dict(chat_template_kwargs or {})
+        self.chat = ChatEncoder(tokenizer)
         self.tool_call_format = tool_call_format or self._guess_tool_call_format()
         self.end_of_turn, self.separator = self._probe_turn_end()
         self.end_of_turn_id = self._single_token(self.end_of_turn)
@@ -57,18 +66,43 @@ class ChatFormat:
         )
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`, special tokens parsed, nothing added."""
+        """Token ids of template or model text, special tokens parsed, nothing added.
+
+        Only for text whose special-token strings are meant as tokens: the template's markup and what a
+        model writes. Message contents go through `prompt_ids` / `suffix_ids` (contents as text).
+        """
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def prompt_ids(self, messages: list[dict]) -> list[int]:
-        """Ids of the opening conversation plus the generation prompt."""
-        return self.encode(self.render(messages, add_generation_prompt=True))
+        """Ids of the opening conversation plus the generation prompt (contents as plain text)."""
+        return self.chat.encode_chat(
+            messages, tools=self.tools, add_generation_prompt=True, template_kwargs=self.kwargs
+        )
 
-    def suffix_text(self, new_messages: list[dict]) -> str:
-        """Text that follows a generated end-of-turn token when `new_messages` are appended."""
+    def conversation_ids(self, messages: list[dict], add_generation_prompt: bool = False) -> list[int]:
+        """The ids a token-exact trajectory of `messages` equals (the contract the tests check).
+
+        Every non-assistant content is plain text; assistant turns are tokenized as the model writes
+        them (`assistant_ids`), since their tokens are the generated ones, never re-tokenized.
+        """
+        return self.chat.encode_chat(
+            messages,
+            tools=self.tools,
+            add_generation_prompt=add_generation_prompt,
+            template_kwargs=self.kwargs,
+            keep_roles=("assistant",),
+        )
+
+    def _suffix_escaped(self, new_messages: list[dict]) -> str:
+        """`suffix_text` with the sentinels of `ChatEncoder` where contents hold special-token strings."""
         probe = [_PROBE_USER, {"role": "assistant", "content": _MARK}]
-        base = self.render(probe)
-        full = self.render(probe + list(new_messages), add_generation_prompt=True)
+        base = self.chat.render_escaped(probe, tools=self.tools, template_kwargs=self.kwargs)
+        full = self.chat.render_escaped(
+            probe + list(new_messages),
+            tools=self.tools,
+            add_generation_prompt=True,
+            template_kwargs=self.kwargs,
+        )
         if not full.startswith(base):
             raise TemplateError(
                 "the chat template renders earlier turns differently once messages are appended; "
@@ -76,14 +110,21 @@ class ChatFormat:
             )
         return self.separator + full[len(base) :]
 
+    def suffix_text(self, new_messages: list[dict]) -> str:
+        """Text that follows a generated end-of-turn token when `new_messages` are appended."""
+        return self.chat.restore(self._suffix_escaped(new_messages))
+
     def suffix_ids(self, new_messages: list[dict]) -> list[int]:
-        """Ids of the environment segment after an assistant turn (separator + messages + gen prompt)."""
+        """Ids of the environment segment after an assistant turn (separator + messages + gen prompt).
+
+        Contents are plain text: only the template's markup becomes special ids.
+        """
         if not new_messages:
             key = ""
             if key not in self._suffix_cache:
-                self._suffix_cache[key] = self.encode(self.suffix_text([]))
+                self._suffix_cache[key] = self.chat.encode_rendered(self._suffix_escaped([]))
             return list(self._suffix_cache[key])
-        return self.encode(self.suffix_text(new_messages))
+        return self.chat.encode_rendered(self._suffix_escaped(new_messages))
 
     def assistant_text(self, message: dict) -> str:
         """What a model writes for `message` in this template (end-of-turn token included)."""

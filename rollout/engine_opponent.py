@@ -23,7 +23,8 @@ class EngineOpponent:
     """A callable opponent (`envs.make("textarena/TicTacToe-v0", opponent=EngineOpponent(engine, tokenizer))`).
 
     Each move renders the opponent's chat messages with the tokenizer's chat template (rollout's
-    `ChatFormat`), asks `engine` for at most `max_new_tokens` tokens with `sampling_params`, and returns the
+    `ChatFormat`), tokenizes every message content as plain text (the agent's moves reach this prompt: they
+    must not become role markup), asks `engine` for at most `max_new_tokens` tokens with `sampling_params`, and returns the
     decoded text. The env calls opponents synchronously, also from `astep` inside `rollout.collect`, so the
     request runs through `run_sync` (a worker thread with its own loop when one is running), as `LLMUser`.
 
@@ -98,8 +99,12 @@ class EngineOpponent:
     def _prompt(self, messages: list[dict[str, Any]]) -> tuple[str, list[int]]:
         """The rendered prompt and its ids, the oldest exchanges dropped until it fits `max_prompt_tokens`."""
         while True:
-            text = self.format.render(messages, add_generation_prompt=True)
-            ids = self.format.encode(text)
+            # Every message is text (the game's and the agent's): only the template's markup is special.
+            chat = self.format.chat
+            escaped = chat.render_escaped(
+                messages, add_generation_prompt=True, template_kwargs=self.format.kwargs
+            )
+            ids, text = chat.encode_rendered(escaped), chat.restore(escaped)
             if self.max_prompt_tokens is None or len(ids) <= self.max_prompt_tokens:
                 return text, ids
             first = 1 if messages and messages[0]["role"] == "system" else 0
