@@ -28,6 +28,12 @@ class Game:
     players: int | None = None
     excluded: str | None = None
     numpy_global: bool = False  # draws from numpy's global generator (its state is swapped per episode too)
+    # What a move the game refuses means (see `invalid_moves.py`): "retry_with_allowance", "ends_game" or
+    # "not_reported"; and how many refused moves in a row TextArena allows before the next ends the game.
+    invalid_move: str | None = None
+    error_allowance: int | None = None
+    # Where the random opponent finds its moves: "legal_moves" (the game's state) or "game_text".
+    opponent_moves: str | None = None
 
     @property
     def env_id(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import re
 from collections.abc import Generator
 from typing import Any
 
@@ -16,11 +17,16 @@ from envs.textarena.action_formats import action_format
 from envs.textarena.catalog import Game, game
 from envs.textarena.episode_random import EpisodeRandom
 from envs.textarena.exclusions import NO_RANDOM_OPENING
+from envs.textarena.legal_moves import legal_moves
 from envs.textarena.opponent import POLICY_OPPONENT, Opponent, resolve_opponent
 
-# TextArena ends a game after `error_allowance` invalid moves in a row. Here an invalid move is a format
-# error (penalised by ActionFormat, the game's reason shown) and the turn limit bounds the episode.
-_NO_ALLOWANCE_LIMIT = 1 << 30
+# TextArena ends a game when a player makes one more refused move in a row than `error_allowance`. The
+# agent plays under the game's own allowance; a reply with nothing the game could read runs under this one
+# (it is a format error and does not count), and so do the opponent's tries (bounded by opponent_attempts).
+_UNLIMITED = 1 << 30
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# A reply the game can read holds a bracketed token: every adapted game reads its move from one.
+_BRACKETED = re.compile(r"\[[^\[\]]*\S[^\[\]]*\]")
 # Moves an opponent may try in one turn before the episode is cut as `opponent_stuck`: the random
 # opponent needs many tries in games whose moves it can only guess (see docs/envs.md, Opponents).
 OPPONENT_ATTEMPTS = 200
@@ -43,7 +49,13 @@ class TextArenaEnv(TextEnv):
     The opponent may try `opponent_attempts` moves per turn; when it finds no valid one, or raises
     `OPPONENT_ERRORS` times in a row, the episode ends truncated with `info["opponent_stuck"]` (and
     `info["opponent_error"]` when it raised). The reward is TextArena's own, paid on the step that ends
-    the game. A move the game refuses is a format error; the episode goes on. The seed fixes the
+    the game. A move the game refuses keeps the meaning TextArena gives it (`Game.invalid_move`): it is
+    refused and may be retried `error_allowance` times in a row, after which the next one ends the game as
+    TextArena scores it (the mover loses), or, in games marked "ends_game" (a mine in Minesweeper), it
+    ends the game at once. Only a reply the game cannot read at all (no bracketed move, where the game
+    wants one) is a format error that does not count. The random opponent reads the game's messages only
+    (never the agent's replies) and, where the game's state lists them, plays among the legal moves; its
+    refused tries never forfeit the game. The seed fixes the
     episode: TextArena's `random` (and, where a game uses it, global `numpy.random`) draws run on an
     episode-owned generator (`EpisodeRandom`), the opponent draws from the env's.
     """
@@ -105,10 +117,13 @@ class TextArenaEnv(TextEnv):
         with self._random, _quiet():
             self._ta = env_class(**self.game.kwargs)
             self._ta.reset(num_players=self.game.players, seed=ta_seed)
-            self._ta.state.error_allowance = _NO_ALLOWANCE_LIMIT
+            if self.game.invalid_move == "ends_game":
+                self._ta.state.error_allowance = 0
         ended: StepResult | None = None
         if self.game.players == 2:
-            self._opponent = self._policy_opponent or resolve_opponent(self.opponent, self.np_random)
+            self._opponent = self._policy_opponent or resolve_opponent(
+                self.opponent, self.np_random, lambda: legal_moves(self.game.name, self._ta)
+            )
             self._opponent_messages = [system(self._system_prompt())]
             # `reset` is synchronous: an opponent opening the game is called directly, even an async one.
             ended = self._drive(self._opponent_turns())
@@ -157,7 +172,9 @@ class TextArenaEnv(TextEnv):
         if not text.strip():
             return self._format_error("the reply is empty")
         state = self._ta.state
-        with self._random, _quiet():
+        readable = _BRACKETED.search(text) is not None
+        errors_before = getattr(state, "error_count", 0)
+        with self._random, _quiet(), _allowance(state, None if readable else _UNLIMITED):
             try:
                 done, _ = self._ta.step(text)
             except Exception as e:  # a game that cannot read a reply must not end the run
@@ -165,10 +182,19 @@ class TextArenaEnv(TextEnv):
                 return self._format_error(
                     f"the game could not process this reply ({type(e).__name__}: {str(e)[:200]})"
                 )
-        if not done and state.current_player_id == self.seat and getattr(state, "error_count", 0) > 0:
+        if (
+            not done
+            and state.current_player_id == self.seat
+            and getattr(state, "error_count", 0) > errors_before
+        ):
             said = self._agent_view()
-            result = StepResult([user(said or "That move is not valid here.")])
-            result.info["format_error"] = f"invalid move: {_reason(said)}"
+            if not readable:  # nothing the game could read: a format error, not one of the game's refusals
+                state.error_count = errors_before
+                return self._format_error(f"no move found ({_reason(said)})")
+            left = state.error_allowance - state.error_count
+            note = f"The game refused this move; {left} more refused move(s) in a row and the next one loses."
+            result = StepResult([user(f"{said or 'That move is not valid here.'}\n\n{note}")])
+            result.info["invalid_move"] = _reason(said)
             return result
         if not done and self.game.players == 2:
             stuck = yield from self._opponent_turns()
@@ -183,8 +209,14 @@ class TextArenaEnv(TextEnv):
 
     def _game_over(self, said: str) -> StepResult:
         rewards, game_info = self._ta.close()
-        reward = float((rewards or {}).get(self.seat, 0.0))
-        reason = str((game_info or {}).get(self.seat, {}).get("reason", "") or "")
+        reward = (rewards or {}).get(self.seat, 0.0)
+        reason = (game_info or {}).get(self.seat, {}).get("reason", "") or ""
+        if isinstance(reward, str):
+            # Countdown, Cryptarithm, Slitherlink and ThreeCardMonte call set_invalid_move(progress, reason):
+            # the arguments arrive swapped, the progress inside the reason ("Invalid Move: 0.25").
+            progress = _NUMBER.search(str(reason))
+            reward, reason = (float(progress.group()) if progress else -1.0), f"Invalid Move: {reward}"
+        reward, reason = float(reward), str(reason)
         text = "\n\n".join(
             p for p in (said, f"Game over. {reason}".strip(), f"Your reward: {reward:g}.") if p
         )
@@ -242,7 +274,7 @@ class TextArenaEnv(TextEnv):
             for _ in range(self.opponent_attempts):
                 if self._opponent_messages[-1]["role"] != "user":  # after an error it is asked the same again
                     self._opponent_messages.append(
-                        user(self._view(state.current_player_id) or "(Your move.)")
+                        user(self._opponent_view(state.current_player_id) or "(Your move.)")
                     )
                 move = yield list(self._opponent_messages)
                 if isinstance(move, Exception):
@@ -255,7 +287,7 @@ class TextArenaEnv(TextEnv):
                 mover = state.current_player_id
                 shown = len(state.observations[self.seat])
                 try:
-                    with self._random, _quiet():
+                    with self._random, _quiet(), _allowance(state, _UNLIMITED):
                         self._ta.step(str(move))
                 except Exception:
                     del state.observations[self.seat][shown:]
@@ -289,15 +321,22 @@ class TextArenaEnv(TextEnv):
     def _agent_view(self) -> str:
         return self._view(self.seat)
 
-    def _view(self, player: int) -> str:
-        """What the game told `player` since it last looked, as text (its own moves left out)."""
+    def _opponent_view(self, player: int) -> str:
+        """What the opponent is shown: a scripted opponent (`reads_game_text_only`) gets the game's messages
+        without the agent's replies, so nothing the agent writes can become one of its candidate moves."""
+        game_only = getattr(self._opponent, "reads_game_text_only", False)
+        return self._view(player, hide=self.seat if game_only else None)
+
+    def _view(self, player: int, hide: int | None = None) -> str:
+        """What the game told `player` since it last looked, as text (its own moves, and those of player
+        `hide`, left out)."""
         state = self._ta.state
         pending = state.observations.get(player, [])
         state.observations[player] = []
         parts = []
         for sender, message, kind in pending:
             if getattr(kind, "name", "") == _PLAYER_ACTION:
-                if sender == player:
+                if sender in (player, hide):
                     continue
                 label = "Opponent" if sender != -1 else "Game"
                 parts.append(f"[{label}] {message}")
@@ -311,6 +350,19 @@ def _reason(said: str) -> str:
     if marker in said:
         return said.split(marker, 1)[1].split("\n", 1)[0].strip()[:200]
     return said.strip().split("\n", 1)[0][:200] or "the game refused it"
+
+
+@contextlib.contextmanager
+def _allowance(state: Any, allowance: int | None) -> Generator[None, None, None]:
+    """Run a step with TextArena's error allowance set to `allowance` (None: the game's own), then restore it."""
+    own = getattr(state, "error_allowance", None)
+    if allowance is not None and own is not None:
+        state.error_allowance = allowance
+    try:
+        yield
+    finally:
+        if allowance is not None and own is not None:
+            state.error_allowance = own
 
 
 def _quiet() -> contextlib.AbstractContextManager:

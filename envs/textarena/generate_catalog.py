@@ -8,6 +8,10 @@ the `# Game [N Player]` headers of TextArena's registration file), and why the i
 - it needs packages turngym does not install, or its source does not compile on this Python;
 - it is not a one- or two-player game, or its reset fails;
 - it fails a contract test (`exclusions.KNOWN_FAILURES`).
+For each adapted id it also records what a refused move means (`invalid_move` and the game's own
+`error_allowance`, see `invalid_moves.py`) and where the random opponent finds its moves
+(`opponent_moves`: "legal_moves" read from the game's state, or "game_text").
+`--check` rebuilds the table in memory and exits 1 naming the ids whose row differs from `games.json`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import Any
 
 from envs.textarena.catalog import TABLE, TEXTARENA_VERSION
 from envs.textarena.exclusions import KNOWN_FAILURES
+from envs.textarena.invalid_moves import invalid_move_rule
+from envs.textarena.legal_moves import LEGAL_MOVES
 
 _PLAYERS_HEADER = re.compile(r"^#+\s*(?P<name>.*?)\s*[\[(](?P<n>\d+)\s*Player", re.IGNORECASE)
 _REGISTERED_ID = re.compile(r"register(?:_with_versions)?\(\s*id\s*=\s*\"(?P<id>[^\"]+)\"")
@@ -100,6 +106,11 @@ def uses_global_numpy_random(module: str) -> bool:
 
 def probe(entry_point: str, kwargs: dict[str, Any], players: int) -> str | None:
     """Why building and resetting the raw env fails, or None."""
+    return _reset(entry_point, kwargs, players)[1]
+
+
+def _reset(entry_point: str, kwargs: dict[str, Any], players: int) -> tuple[Any, str | None]:
+    """The raw env built and reset with seed 0, or why that fails."""
     module, _, attr = entry_point.partition(":")
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -109,8 +120,22 @@ def probe(entry_point: str, kwargs: dict[str, Any], players: int) -> str | None:
     except Exception as e:
         # Paths inside the installed package, without this machine's site-packages prefix.
         text = str(e).replace(str(Path(importlib.import_module("textarena").__file__).parent), "textarena")
-        return f"reset fails: {type(e).__name__}: {text[:120]}"
-    return None
+        return None, f"reset fails: {type(e).__name__}: {text[:120]}"
+    return env, None
+
+
+def game_rules(entry_point: str, kwargs: dict[str, Any], players: int) -> dict[str, Any]:
+    """The adapted game's invalid-move rule, its own error allowance and where the random opponent plays from."""
+    module = entry_point.partition(":")[0]
+    name = module.split(".")[2]
+    source = "\n".join(p.read_text(errors="replace") for p in game_files(module) or [])
+    env, _ = _reset(entry_point, kwargs, players)
+    allowance = getattr(getattr(env, "state", None), "error_allowance", None)
+    return {
+        "invalid_move": invalid_move_rule(name, source),
+        "error_allowance": allowance if isinstance(allowance, int) else None,
+        "opponent_moves": None if players != 2 else ("legal_moves" if name in LEGAL_MOVES else "game_text"),
+    }
 
 
 def build_rows() -> list[dict[str, Any]]:
@@ -137,6 +162,9 @@ def build_rows() -> list[dict[str, Any]]:
             "players": players.get(ta_id),
             "excluded": None,
             "numpy_global": False,
+            "invalid_move": None,
+            "error_allowance": None,
+            "opponent_moves": None,
         }
         module = entry_point.partition(":")[0]
         if len(kwargs) != len(spec.kwargs):
@@ -156,13 +184,26 @@ def build_rows() -> list[dict[str, Any]]:
                 or KNOWN_FAILURES.get(ta_id)
             )
             row["numpy_global"] = uses_global_numpy_random(module)
+            if row["excluded"] is None:
+                row.update(game_rules(entry_point, kwargs, row["players"]))
         rows.append(row)
     return rows
 
 
-def main() -> int:
-    """Write games.json and print how many ids are adapted."""
+def main(argv: list[str] | None = None) -> int:
+    """Write games.json and print how many ids are adapted (`--check`: compare instead of writing)."""
+    argv = sys.argv[1:] if argv is None else argv
     rows = build_rows()
+    if "--check" in argv:
+        table = {r["ta_id"]: r for r in json.loads(TABLE.read_text())}
+        differ = [r["ta_id"] for r in rows if table.get(r["ta_id"]) != r]
+        if differ or len(table) != len(rows):
+            print(
+                f"{TABLE.name} is stale for {differ or 'its id list'}: run python -m envs.textarena.generate_catalog"
+            )
+            return 1
+        print(f"{TABLE.name} matches TextArena {TEXTARENA_VERSION}: {len(rows)} ids")
+        return 0
     TABLE.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     adapted = sum(r["excluded"] is None for r in rows)
     print(f"{TABLE}: {len(rows)} TextArena ids, {adapted} adapted")

@@ -1,4 +1,9 @@
-"""Opponents for two-player TextArena games: a seeded random mover by default, or any callable (e.g. an LLM)."""
+"""Opponents for two-player TextArena games: a seeded random mover by default, or any callable (e.g. an LLM).
+
+The random opponent is a scripted player: its moves come from the game's state and the game's own text,
+never from what the agent wrote (the env gives it only the game's messages; see `TextArenaEnv`). Were it
+to draw from the agent's reply, the agent could write decoys in brackets and choose the opponent's moves.
+"""
 
 from __future__ import annotations
 
@@ -19,20 +24,29 @@ Opponent = Callable[[Sequence[dict[str, Any]]], str]
 
 
 class RandomOpponent:
-    """Plays a random bracketed move seen in its observations, from the env's seeded generator.
+    """Plays a random legal move, from the env's seeded generator.
 
-    TextArena games list moves in brackets (`Available Moves: '[0]', '[4]'`) or show the format by example
+    Where the env can read the legal moves from the game's state (`legal_moves`), it plays uniformly among
+    them. Elsewhere it reads the game's text, which the env gives it without the agent's replies: TextArena
+    games list moves in brackets (`Available Moves: '[0]', '[4]'`) or show the format by example
     (`[col 4]`, `[attack 0 1]`). Candidates come from the latest message first, then from everything seen,
     with the numbers of an example (drawn from those on the board) and its squares varied (`[col 4]` ->
     `[col 2]`, `[a2a3]` -> `[c7c6]`); moves the game just refused are not
     tried again.
     """
 
-    def __init__(self, rng: np.random.Generator):
+    #: Tells the env to show this opponent the game's messages only, never the agent's replies.
+    reads_game_text_only = True
+
+    def __init__(self, rng: np.random.Generator, legal_moves: Callable[[], list[str] | None] | None = None):
         self.rng = rng
+        self.legal_moves = legal_moves
 
     def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
         """A move for the opponent's current turn."""
+        legal = self.legal_moves() if self.legal_moves is not None else None
+        if legal:
+            return legal[int(self.rng.integers(len(legal)))]
         refused = _just_refused(messages)
         latest = [c for c in _candidates(messages[-1]["content"]) if c not in refused] if messages else []
         if latest and self.rng.random() < 0.8:
@@ -110,12 +124,26 @@ class UnattachedPolicyOpponent:
         )
 
 
-def resolve_opponent(opponent: str | Opponent, rng: np.random.Generator) -> Opponent:
-    """The opponent named by `opponent` ("random", "self") or the callable itself."""
+def resolve_opponent(
+    opponent: str | Opponent,
+    rng: np.random.Generator,
+    legal_moves: Callable[[], list[str] | None] | None = None,
+) -> Opponent:
+    """The opponent named by `opponent` ("random", "self") or the callable itself.
+
+    Args:
+        opponent: "random", "self" or a callable taking the opponent's messages and returning its move.
+        rng: the env's generator, which the random opponent draws from.
+        legal_moves: for the random opponent, reads the legal moves from the game's state (None where the
+            game's state is not read: it then draws from the game's text).
+
+    Returns:
+        The callable that plays the opponent's moves.
+    """
     if callable(opponent):
         return opponent
     if opponent == "random":
-        return RandomOpponent(rng)
+        return RandomOpponent(rng, legal_moves)
     if opponent == POLICY_OPPONENT:
         return UnattachedPolicyOpponent()
     raise ValueError(

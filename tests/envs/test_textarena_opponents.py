@@ -1,0 +1,180 @@
+"""TextArena opponents the agent cannot steer, and each game's invalid-move rule kept (issue 24).
+
+The degenerate-agent sweep and the steering battery run bench/textarena_degenerate.py's agents; the bench
+prints the full table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import envs
+from envs.textarena import adapted_games
+from envs.textarena.generate_catalog import game_files
+from envs.textarena.invalid_moves import ENDS_GAME, RULES, invalid_move_rule
+from envs.textarena.legal_moves import LEGAL_MOVES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import textarena_degenerate as bench  # noqa: E402
+
+TWO_PLAYER = [g.ta_id for g in adapted_games() if g.players == 2]
+MARKER = "[zq9 steer]"
+
+
+def _steer_with_marker(messages, rng, env):
+    return bench.steering(messages, rng, env) + " " + MARKER + " play " + MARKER
+
+
+@pytest.mark.slow
+def test_steering_replies_win_no_more_than_plain_play_and_never_reach_the_opponent():
+    """Every two-player game: the random player's moves, plain and with decoys, instructions and a marker.
+
+    The opponent's move pool is the game's state or text, so the marker never appears in what it is shown,
+    and steering wins no more than plain play beyond the noise of the episodes."""
+    seeds = range(3)
+    plain_wins = steer_wins = 0
+    rows = []
+    for ta_id in TWO_PLAYER:
+        plain = sum(bench.play(ta_id, bench.random_player, s)[1] for s in seeds)
+        steer = 0
+        for s in seeds:
+            env = envs.make(f"textarena/{ta_id}", max_turns=10_000)
+            rng = np.random.default_rng(10_000 + s)
+            messages, _ = env.reset(seed=s)
+            seen, info = list(messages), {}
+            for _ in range(60):
+                reply = _steer_with_marker(seen, rng, env)
+                messages, _, terminated, truncated, info = env.step(reply)
+                shown = env.unwrapped._opponent_messages
+                assert not any("zq9" in str(m["content"]) for m in shown if m["role"] != "assistant"), ta_id
+                seen += [{"role": "assistant", "content": reply}, *messages]
+                if terminated or truncated:
+                    break
+            steer += bool(info.get("success"))
+        rows.append((ta_id, plain, steer))
+        plain_wins, steer_wins = plain_wins + plain, steer_wins + steer
+    print(f"\n{'game':<34} plain steer (of {len(seeds)})")
+    for ta_id, plain, steer in rows:
+        print(f"{ta_id:<34} {plain:>5} {steer:>5}")
+    n = len(TWO_PLAYER) * len(seeds)
+    assert not bench.beats_random(steer_wins / n, plain_wins / n, n), (plain_wins, steer_wins)
+    assert all(steer <= plain + 2 for _, plain, steer in rows), rows
+
+
+@pytest.mark.slow
+def test_no_degenerate_agent_wins_more_than_a_random_player_on_any_game():
+    """The sweep over every adapted game: first, same, bracket junk and steering against the random player."""
+    rows = bench.sweep([g.ta_id for g in adapted_games()], range(3))
+    failing = [(r["game"], r["agent"], r["win_rate"], r["random"]) for r in rows if r["beats_random"]]
+    assert not failing, failing
+
+
+@pytest.mark.parametrize("ta_id", ["ConnectFour-v0", "TicTacToe-v0", "TruthAndDeception-v0-extreme"])
+def test_the_issue_attacks_win_exactly_as_often_as_plain_play(ta_id):
+    """Decoys in brackets and the real move in a form a one-line pattern skips change no episode."""
+    plain, attack = {
+        "ConnectFour-v0": (bench.connectfour_plain, bench.connectfour_steer),
+        "TicTacToe-v0": (bench.tictactoe_plain, bench.tictactoe_steer),
+        "TruthAndDeception-v0-extreme": (bench.truth_plain, bench.truth_steer),
+    }[ta_id]
+    for seed in range(6):
+        assert bench.play(ta_id, plain, seed) == bench.play(ta_id, attack, seed), seed
+
+
+@pytest.mark.parametrize("ta_id", ["Minesweeper-v0-small", "Minesweeper-v0", "Minesweeper-v0-hard"])
+def test_a_mine_ends_minesweeper(ta_id):
+    """The clicker that cleared every board while mines were format errors now loses on its first mine."""
+    hits = 0
+    for seed in range(4):
+        env = envs.make(f"textarena/{ta_id}", max_turns=10_000)
+        rng = np.random.default_rng(seed)
+        messages, _ = env.reset(seed=seed)
+        seen = list(messages)
+        for _ in range(400):
+            reply = bench.mine_clicker(seen, rng, env)
+            messages, reward, terminated, truncated, info = env.step(reply)
+            seen += [{"role": "assistant", "content": reply}, *messages]
+            if terminated or truncated:
+                break
+        assert terminated and not info["success"] and reward < 1.0
+        hits += "mine" in info["textarena_reason"]
+    assert hits == 4
+
+
+def test_a_refused_move_is_retried_within_the_games_allowance_then_loses():
+    """TicTacToe (allowance 1): one occupied cell is refused and may be retried; a second in a row loses."""
+    env = envs.make("textarena/TicTacToe-v0", opponent=lambda m: "[0]")
+    env.reset(seed=0)
+    env.step("[4]")
+    messages, reward, terminated, _, info = env.step("[0]")
+    assert not terminated and "occupied" in info["invalid_move"] and info["format_error"] is None
+    assert "refused" in messages[-1]["content"] and reward == 0.0
+    messages, reward, terminated, _, info = env.step("[4]")
+    assert terminated and reward == -1.0 and not info["success"]
+
+
+def test_a_refusal_followed_by_a_legal_move_resets_the_count():
+    moves = iter(["[0]", "[1]", "[2]"])
+    env = envs.make("textarena/TicTacToe-v0", opponent=lambda m: next(moves))
+    env.reset(seed=0)
+    env.step("[4]")
+    assert not env.step("[4]")[2]  # refused
+    assert not env.step("[8]")[2]  # legal: the count starts again
+    _, _, terminated, _, info = env.step("[8]")
+    assert not terminated and info["invalid_move"]
+
+
+def test_unreadable_replies_are_format_errors_that_never_count():
+    env = envs.make("textarena/TicTacToe-v0")
+    env.reset(seed=0)
+    for reply in ["I think the centre", "[", "] [", "[   ]"] * 3:
+        messages, reward, terminated, _, info = env.step(reply)
+        assert not terminated and info["format_error"].startswith("no move found"), reply
+    assert not env.step("[4]")[2]
+
+
+def test_free_talk_is_a_move_not_a_format_error():
+    env = envs.make("textarena/TruthAndDeception-v0-extreme")
+    env.reset(seed=0)
+    _, _, terminated, _, info = env.step("Fact 1 is surely true, everyone knows it.")
+    assert not terminated and info["format_error"] is None and "invalid_move" not in info
+
+
+def test_games_json_records_each_games_rule_as_its_source_says():
+    """The table's invalid-move rule and opponent move source, re-derived from TextArena's source."""
+    games = adapted_games()
+    assert len(games) == 138
+    for g in games:
+        module = g.entry_point.partition(":")[0]
+        source = "\n".join(p.read_text(errors="replace") for p in game_files(module))
+        assert g.invalid_move in RULES and g.invalid_move == invalid_move_rule(g.name, source), g.ta_id
+        assert isinstance(g.error_allowance, int) and g.error_allowance >= 1, g.ta_id
+        expected = None if g.players == 1 else ("legal_moves" if g.name in LEGAL_MOVES else "game_text")
+        assert g.opponent_moves == expected, g.ta_id
+    assert {g.ta_id for g in games if g.invalid_move == ENDS_GAME} >= {
+        "Minesweeper-v0-small",
+        "Minesweeper-v0",
+        "Minesweeper-v0-hard",
+    }
+
+
+@pytest.mark.parametrize("ta_id", sorted({g.ta_id for g in adapted_games() if g.name in LEGAL_MOVES}))
+def test_the_opponent_plays_only_legal_moves_where_the_state_lists_them(ta_id):
+    tries = []
+    env = envs.make(f"textarena/{ta_id}")
+    messages, _ = env.reset(seed=1)
+    rng = np.random.default_rng(1)
+    seen = list(messages)
+    for _ in range(30):
+        reply = bench.random_player(seen, rng, env)
+        messages, _, terminated, truncated, _ = env.step(reply)
+        seen += [{"role": "assistant", "content": reply}, *messages]
+        tries.append(env.unwrapped._opponent_messages)
+        if terminated or truncated:
+            break
+    # A finished turn keeps what the opponent was shown and the move taken: one try per turn, none refused.
+    assert all(not any("invalid" in str(m["content"]).lower() for m in t) for t in tries)
