@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.turngym-installed
 
-.PHONY: install train experts test test-fast lint bench
+.PHONY: install train train-real experts test test-fast lint bench
 
 $(STAMP): pyproject.toml
 	@{ command -v bwrap && ldconfig -p | grep -q 'libseccomp\.so\.2'; } >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -22,6 +22,11 @@ install: $(STAMP)
 
 train: install
 	$(BIN)/python -m trainer.run env=guess-number
+
+# GRPO on a real pretrained model (SmolLM2-135M-Instruct) from its zero-shot play; defaults in
+# trainer/config/model/smollm2-135m-instruct.yaml.
+train-real: install
+	$(BIN)/python -m trainer.run env=guess-number model=smollm2-135m-instruct
 
 experts: install
 	$(BIN)/python -m envs experts

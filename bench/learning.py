@@ -3,10 +3,12 @@
     python bench/learning.py                       # the default run (what `make train` runs)
     python bench/learning.py --out /tmp/l -- trainer.total_training_steps=8   # a stated smaller run
     python bench/learning.py --parse /tmp/l        # summarize a finished run's output dir only
+    python bench/learning.py --target train-real   # what `make train-real` runs (the real-model run)
 
 For every validation: held-out success and reward over all validation episodes (sampled with verl's
 val_kwargs, and greedy when `turngym.val_greedy` wrote greedy copies), and the share that ended by
-overflow (the response budget ran out). For training: reward, success and seconds per step. Then
+overflow (the response budget ran out). For training: reward, success and seconds per step, split into
+verl's phases (generation, reference and old log-probs, actor update). Then
 the learning criterion (final sampled held-out success >= 2x step 0 and >= step 0 + 15 points, at
 most 10 % overflow at the end) with 95 % Wilson intervals of both rates and whether their difference
 is beyond the noise of the validation episodes (two-proportion z-test), wall time, CPU seconds of the whole process tree and the load
@@ -26,6 +28,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 GREEDY_SUFFIX = "@greedy"
+# verl's per-step timings: generation, the reference and old-policy log-probs, the actor update.
+PHASES = {"gen": "gen", "ref": "ref", "old_lp": "old_log_prob", "update": "update_actor"}
 
 
 def _records(metrics: Path) -> list[dict]:
@@ -84,6 +88,7 @@ def summarize(out: Path) -> dict:
                     "success": record.get("turngym/success_rate"),
                     "seconds": record.get("timing_s/step"),
                     "turns": record.get("turngym/turns"),
+                    **{phase: record.get(f"timing_s/{key}") for phase, key in PHASES.items()},
                 }
             )
     return {"val": vals, "train": train, "val_episodes": counts}
@@ -132,6 +137,10 @@ def _noise(first: float, last: float, n: int) -> str:
     )
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def _fmt(value: float | None, pct: bool = False) -> str:
     if value is None:
         return "-"
@@ -163,11 +172,12 @@ def print_summary(summary: dict) -> None:
             f"{_fmt(v['sampled_format_errors'])} / {_fmt(v['greedy_format_errors'])}, "
             f"{_fmt(v['sampled_turns_cut'])} / {_fmt(v['greedy_turns_cut'])}"
         )
-    print("train step | reward success turns s/step")
+    print("train step | reward success turns s/step | gen ref old_lp update (s)")
     for t in summary["train"]:
         print(
             f"{t['step']:>10} | {_fmt(t['reward']):>6} {_fmt(t['success'], True):>7} "
-            f"{_fmt(t['turns']):>5} {_fmt(t['seconds']):>6}"
+            f"{_fmt(t['turns']):>5} {_fmt(t['seconds']):>6} | "
+            + " ".join(_seconds(t.get(phase)) for phase in PHASES)
         )
     seconds = [t["seconds"] for t in summary["train"] if t["seconds"] is not None]
     if seconds:
@@ -178,11 +188,17 @@ def print_summary(summary: dict) -> None:
         print(criterion(summary["val"], mode, greedy if mode == "greedy" else sampled)[1])
 
 
-def _tree_cpu_seconds(root: int, seen: dict[int, float]) -> None:
-    """Add the CPU seconds (user + system) of `root` and its descendants to `seen` (max per pid)."""
+def _tree_cpu_seconds(root: int, seen: dict[int, float]) -> int:
+    """Add the CPU seconds (user + system) of `root` and its descendants to `seen` (max per pid).
+
+    Returns:
+        The resident memory of the tree now, in bytes (the sum over its processes).
+    """
     tick = os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
     children: dict[int, list[int]] = {}
     stats: dict[int, float] = {}
+    rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -193,29 +209,39 @@ def _tree_cpu_seconds(root: int, seen: dict[int, float]) -> None:
         pid, ppid = int(entry), int(fields[1])
         children.setdefault(ppid, []).append(pid)
         stats[pid] = (int(fields[11]) + int(fields[12])) / tick
-    stack = [root]
+        rss[pid] = int(fields[21]) * page
+    stack, resident = [root], 0
     while stack:
         pid = stack.pop()
         if pid in stats:
             seen[pid] = max(seen.get(pid, 0.0), stats[pid])
+            resident += rss[pid]
         stack.extend(children.get(pid, []))
+    return resident
 
 
-def make_train_arguments() -> list[str]:
-    """The trainer arguments of the Makefile's `train` target, so this bench runs exactly `make train`."""
+def make_train_arguments(target: str = "train") -> list[str]:
+    """The trainer arguments of a Makefile target (`train` by default), so this bench runs exactly `make <target>`."""
+    inside = False
     for line in (REPO / "Makefile").read_text().splitlines():
-        if "-m trainer.run" in line and line.startswith("\t"):
+        if not line.startswith("\t"):
+            inside = (
+                line.split(":", 1)[0].strip() == target and ":" in line and "=" not in line.split(":", 1)[0]
+            )
+        elif inside and "-m trainer.run" in line:
             return line.split("-m trainer.run", 1)[1].split()
-    raise SystemExit("bench/learning.py: no `python -m trainer.run` line in the Makefile's train target")
+    raise SystemExit(f"bench/learning.py: no `python -m trainer.run` line in the Makefile's {target} target")
 
 
-def run(out: Path, overrides: list[str]) -> tuple[int, float, float, tuple, tuple]:
-    """Run the trainer; return (exit code, wall s, CPU s of the process tree, load before, load after)."""
+def run(
+    out: Path, overrides: list[str], target: str = "train"
+) -> tuple[int, float, float, int, tuple, tuple]:
+    """Run the trainer; return (exit code, wall s, CPU s and peak RSS bytes of the process tree, load before, after)."""
     command = [
         sys.executable,
         "-m",
         "trainer.run",
-        *make_train_arguments(),
+        *make_train_arguments(target),
         f"turngym.output_dir={out}",
         *overrides,
     ]
@@ -223,11 +249,12 @@ def run(out: Path, overrides: list[str]) -> tuple[int, float, float, tuple, tupl
     load_before = os.getloadavg()
     start = time.time()
     seen: dict[int, float] = {}
+    peak = 0
     process = subprocess.Popen(command, cwd=REPO, start_new_session=True)
     while process.poll() is None:
-        _tree_cpu_seconds(process.pid, seen)
+        peak = max(peak, _tree_cpu_seconds(process.pid, seen))
         time.sleep(2.0)
-    return process.returncode, time.time() - start, sum(seen.values()), load_before, os.getloadavg()
+    return process.returncode, time.time() - start, sum(seen.values()), peak, load_before, os.getloadavg()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("/tmp/turngym-bench-learning"))
     parser.add_argument("--parse", type=Path, help="only summarize this finished run's output dir")
+    parser.add_argument("--target", default="train", help="the Makefile target whose trainer.run line to run")
     parser.add_argument("overrides", nargs="*", help="trainer overrides (after --)")
     args = parser.parse_args(argv)
     if args.parse:
@@ -245,13 +273,14 @@ def main(argv: list[str] | None = None) -> int:
     if (args.out / "metrics.jsonl").exists():
         print(f"{args.out} already holds a run; pick another --out (or delete it)", file=sys.stderr)
         return 2
-    code, wall, cpu, before, after = run(args.out, args.overrides)
+    make_train_arguments(args.target)  # an unknown target fails here, before anything runs
+    code, wall, cpu, peak, before, after = run(args.out, args.overrides, args.target)
     if not (args.out / "metrics.jsonl").exists():
         print(f"the run ended (exit code {code}) before its first step: see the error above", file=sys.stderr)
         return code or 1
     print_summary(summarize(args.out))
     print(
-        f"wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min (whole process tree), load average "
+        f"wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min, peak RSS {peak / 2**30:.1f} GB (whole process tree), load average "
         f"{before[0]:.1f} before -> {after[0]:.1f} after (1-min), {after[2]:.1f} (15-min), {os.cpu_count()} cores"
     )
     print(f"reward curve: {args.out / 'reward_curve.png'}")
