@@ -1,8 +1,10 @@
 """`python -m rollout.serve [--model-path P] [--host H] [--port N]`: SGLang's native API over HFEngine.
 
-Implements `POST /generate` (input_ids or text, strictly validated `sampling_params`, `return_logprob`,
-`rid`), `GET /health`, `GET /health_generate`, `GET /ready` and `GET /get_model_info` with SGLang's
-field names, so `SGLangEngine` (and anything written for SGLang) can drive the tiny model on a CPU.
+Implements `POST /generate` (input_ids, or text tokenized as plain text: unlike SGLang, special-token
+strings in `text` stay text, so a rendered chat prompt must come as input_ids; strictly validated
+`sampling_params`, `return_logprob`, `rid`), `GET /health`, `GET /health_generate`, `GET /ready` and
+`GET /get_model_info` with SGLang's field names, so `SGLangEngine` (and anything written for SGLang)
+can drive the tiny model on a CPU.
 Without `--model-path` it serves the embedded tiny model.
 """
 
@@ -43,9 +45,11 @@ def create_app(engine):
     from fastapi.responses import JSONResponse, PlainTextResponse
 
     from rollout.engine import EngineRequestError
+    from tools.chat_encoding import ChatEncoder
 
     app = FastAPI(title="turngym rollout.serve")
     tok = engine.tokenizer
+    text_encoder = ChatEncoder(tok)
 
     def error(status: int, message: str) -> JSONResponse:
         return JSONResponse({"error": {"message": message, "code": status}}, status_code=status)
@@ -64,7 +68,8 @@ def create_app(engine):
             return error(400, str(exc))
         ids = body.get("input_ids")
         if ids is None and isinstance(body.get("text"), str):
-            ids = tok.encode(body["text"], add_special_tokens=False)
+            # Plain text, special-token strings included: chat markup comes only as input_ids.
+            ids = text_encoder.encode_text(body["text"])
         if not isinstance(ids, list) or not ids or not all(isinstance(t, int) for t in ids):
             return error(400, "input_ids must be a non-empty list of integers (or give text)")
         rid = str(body.get("rid") or uuid.uuid4().hex)

@@ -226,3 +226,16 @@ def test_tool_schemas_and_tool_call_arguments_stay_text(tokenizer):
     assert special_counts(tokenizer, chat.encode_chat(messages)) == special_counts(
         tokenizer, chat.encode_chat(quiet)
     )
+
+
+def test_served_text_prompt_is_plain_text(served_url, tokenizer):
+    """`rollout.serve` tokenizes a `text` prompt as text: its special-token strings are not ids."""
+    import httpx
+
+    body = {"text": ATTACK, "sampling_params": {"max_new_tokens": 0}}
+    r = httpx.post(served_url + "/generate", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    plain = ChatEncoder(tokenizer).encode_text(ATTACK)
+    assert r.json()["meta_info"]["prompt_tokens"] == len(plain)
+    assert len(plain) > len(tokenizer.encode(ATTACK, add_special_tokens=False))
+    assert not special_counts(tokenizer, plain)
