@@ -1,6 +1,7 @@
 """`python -m rollout.eval [env=<id>] [model=<path>] [key=value ...] [--import module] [--save traj.jsonl]`
 
-model= is a Hugging Face model directory, or what training left: a run folder (outputs/<env>), a
+model= is a named model (smollm2-135m-instruct, embedded), gguf:<file> (both converted once into a cached
+Hugging Face directory: rollout/named_models.py), a Hugging Face model directory, or what training left: a run folder (outputs/<env>), a
 checkpoints folder, a global_step_N folder or its actor folder; checkpoints are exported once with
 verl's model merger (into <run>/export/global_step_N). Given a run, env= defaults to the run's envs (with
 their kwargs) and the token budgets to the run's; without one, to the training defaults below.
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.episode_budgets import TRAINING_KEYS, default_budgets
+from rollout.named_models import EMBEDDED, is_embedded, is_model_name
 
 USAGE = __doc__
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
@@ -227,6 +229,15 @@ def build_engine(opts: dict[str, Any]):
     )
 
 
+def _resolved(model: str) -> Path:
+    from rollout.checkpoint_export import CheckpointError, resolve_model
+
+    try:
+        return resolve_model(model)
+    except CheckpointError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def format_summary(summary: dict[str, float], wall: float) -> str:
     """A two-column table."""
     rows = [(k, v) for k, v in summary.items()]
@@ -259,10 +270,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     opts, env_kwargs, save = parse_args(sys.argv[1:] if argv is None else argv)
     import_modules(opts.get("import", []))
+    model_label = opts.get("model") or EMBEDDED
+    embedded = is_embedded(opts.get("model")) and opts.get("engine", "hf") == "hf"
     if opts.get("model") and opts.get("engine", "hf") == "hf":
         from rollout.checkpoint_export import CheckpointError, resolve_model
 
-        settings = run_settings(opts["model"])
+        settings = {} if is_model_name(opts["model"]) else run_settings(opts["model"])
         plan = eval_plan(opts, env_kwargs, settings)
         try:
             opts["model"] = str(resolve_model(opts["model"]))
@@ -271,7 +284,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     else:
         settings = {}
         plan = eval_plan(opts, env_kwargs, settings)
-    budgets = training_defaults(embedded=opts.get("model") is None and opts.get("engine", "hf") == "hf")
+        if opts.get("engine") == "sglang" and is_model_name(opts.get("tokenizer") or opts.get("model")):
+            opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
+    budgets = training_defaults(embedded=embedded)
     if settings.get("run"):
         budgets.update({k: v for k, v in settings.items() if k in TRAINING_KEYS})
     budgets.update({k: opts[k] for k in TRAINING_KEYS if k in opts})
@@ -282,11 +297,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         max_new_tokens=budgets.get("max_new_tokens"),
         max_response_tokens=budgets["max_response_tokens"],
     )
+    source = (
+        "the run"
+        if settings.get("run")
+        else f"training defaults for {'the embedded' if embedded else 'any'} model"
+    )
     print(
-        f"budgets ({'the run' if settings.get('run') else 'training defaults'}"
-        f"{', command line' if any(k in opts for k in TRAINING_KEYS) else ''}): "
+        f"model {model_label} ({'HF dir ' + str(tokenizer_path) if opts.get('engine', 'hf') == 'hf' else opts.get('url', 'http://127.0.0.1:30000')}): "
         f"max_response_tokens={cfg.max_response_tokens}, max_turns={cfg.max_turns}, "
-        f"max_new_tokens={cfg.max_new_tokens or 'rest of the budget'}"
+        f"max_new_tokens={cfg.max_new_tokens or 'rest of the budget'} ({source}"
+        f"{', command line' if any(k in opts for k in TRAINING_KEYS) else ''})"
     )
     sampling = {k: opts[k] for k in ("temperature", "top_p", "top_k") if k in opts}
     sampling.setdefault("temperature", 1.0)

@@ -106,7 +106,10 @@ class HFEngine:
 
             model_or_path = build_embedded_model()
         if isinstance(model_or_path, str | os.PathLike):
-            path = Path(model_or_path)
+            from rollout.named_models import is_model_name, resolve_named_model
+
+            # A model name or gguf:<file> loads from its converted, cached directory.
+            path = resolve_named_model(model_or_path) if is_model_name(model_or_path) else Path(model_or_path)
             model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(path)

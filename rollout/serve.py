@@ -5,7 +5,9 @@ strings in `text` stay text, so a rendered chat prompt must come as input_ids; s
 `sampling_params`, `return_logprob`, `rid`), `GET /health`, `GET /health_generate`, `GET /ready` and
 `GET /get_model_info` with SGLang's field names, so `SGLangEngine` (and anything written for SGLang)
 can drive the tiny model on a CPU.
-Without `--model-path` it serves the embedded tiny model.
+Without `--model-path` it serves the embedded tiny model; `--model-path` also takes a model name
+(`smollm2-135m-instruct`) or `gguf:<file>`, converted once into a cached directory (rollout/named_models.py),
+and a training run or checkpoint folder (exported like `rollout.eval` does).
 """
 
 # No `from __future__ import annotations` here: FastAPI must see the real `Request` class in handlers.
@@ -134,18 +136,30 @@ def create_app(engine):
 def main(argv: list[str] | None = None) -> None:
     """Serve a model (default: the embedded tiny model) on HTTP with SGLang's native API."""
     parser = argparse.ArgumentParser(prog="python -m rollout.serve", description=__doc__.split("\n")[0])
-    parser.add_argument("--model-path", default=None, help="HF model dir (default: embedded tiny model)")
+    parser.add_argument(
+        "--model-path",
+        default=None,
+        help="HF model dir, run/checkpoint folder, model name or gguf:<file> (default: embedded tiny model)",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=30000)
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    from rollout.checkpoint_export import CheckpointError, resolve_model
+
+    model = args.model_path
+    if model is not None:
+        try:
+            model = str(resolve_model(model))
+        except CheckpointError as exc:
+            parser.exit(2, f"rollout.serve: {exc}\n")
 
     import uvicorn
 
     from rollout.hf_engine import HFEngine
 
-    engine = HFEngine(args.model_path, max_batch_size=args.max_batch_size, seed=args.seed)
+    engine = HFEngine(model, max_batch_size=args.max_batch_size, seed=args.seed)
     uvicorn.run(create_app(engine), host=args.host, port=args.port, log_level="warning", access_log=False)
 
 

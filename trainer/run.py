@@ -4,6 +4,12 @@ Examples:
     python -m trainer.run env=text-game
     python -m trainer.run env.id=guess-number-v0 algorithm=ppo trainer.total_training_steps=5
     python -m trainer.run env=tool-use model=/models/Qwen2.5-1.5B-Instruct trainer.n_gpus_per_node=8
+    python -m trainer.run env=guess-number model=smollm2-135m-instruct
+
+model= is a Hugging Face model directory, a model name (smollm2-135m-instruct, embedded) or gguf:<file>;
+a name or GGUF is converted once, here, into a cached directory (rollout/named_models.py) that every
+verl worker then loads. Settings tuned for the embedded model (its warm start, budgets and learning
+rates) apply only to it; the line ``model ...: ...`` shows the settings the run uses.
 
 Everything before Ray starts is checked first (groups, env ids, override keys). On a machine
 without a GPU (or with ``trainer.device=cpu``) the CPU platform plugin (``trainer.cpu``) is loaded
@@ -78,6 +84,46 @@ def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
     for module in modules:
         importlib.import_module(module)
     return values
+
+
+def resolve_model_option(cfg: DictConfig) -> str:
+    """Replace a model name or ``gguf:<file>`` in ``turngym.model`` by its cached Hugging Face directory.
+
+    Runs in the driver before Ray starts, so the conversion happens once and every worker gets a
+    directory. Raises ConfigError in one line (a missing package, a bad GGUF, an unknown name).
+
+    Args:
+        cfg: the composed training config; ``turngym.model`` is rewritten in place.
+
+    Returns:
+        The model as the command named it (``embedded`` when none was given), for messages.
+    """
+    from rollout.named_models import EMBEDDED, ModelSourceError, is_model_name, resolve_named_model
+
+    given = cfg.turngym.model
+    if not given:
+        return EMBEDDED
+    if is_model_name(given):
+        try:
+            cfg.turngym.model = str(resolve_named_model(str(given)))
+        except ModelSourceError as exc:
+            raise ConfigError(str(exc)) from None
+    return str(given)
+
+
+def model_settings_line(cfg: DictConfig, label: str) -> str:
+    """One line with the settings this run uses for its model: budgets, warm start, learning rate."""
+    rollout = cfg.actor_rollout_ref.rollout
+    per_turn = cfg.turngym.max_tokens_per_turn
+    ws = cfg.turngym.warm_start
+    where = label if str(cfg.turngym.model) == label else f"{label} (HF dir {cfg.turngym.model})"
+    return (
+        f"[turngym] model {where}: max_tokens_per_turn={per_turn if per_turn is not None else 'rest of the budget'}, "
+        f"max_response_length={cfg.data.max_response_length}, "
+        f"max_assistant_turns={rollout.multi_turn.max_assistant_turns}, "
+        f"warm_start={'on (lr ' + format(float(ws.lr), 'g') + ')' if ws.enable else 'off'}, "
+        f"lr={float(cfg.actor_rollout_ref.actor.optim.lr):g}, train_batch_size={cfg.data.train_batch_size}"
+    )
 
 
 def stage_run(cfg: DictConfig) -> StagedData:
@@ -313,8 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = compose_config(argv)
         apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
+        model_label = resolve_model_option(cfg)  # a name or GGUF: converted once, before Ray starts
         check_run(cfg)  # before anything is written: model path, the run folder's settings
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
+        print(model_settings_line(cfg, model_label), flush=True)
     except ConfigError as exc:
         print(f"trainer.run: {exc}", file=sys.stderr)
         return 2
