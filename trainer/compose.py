@@ -108,9 +108,12 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
         final_overrides.insert(0, f"platform={'cpu' if device == 'cpu' else 'gpu'}")
     if "trainer.device" not in user_keys:
         final_overrides.append(f"trainer.device={device}")
-    if not first.turngym.model:
-        final_overrides = embedded_model_overrides(user_keys) + final_overrides
-    final_overrides = budget_overrides(first, user_keys) + final_overrides
+    preset = model_preset(first.turngym.model)
+    preset_overrides = preset_file_overrides(preset, user_keys) if preset else []
+    final_overrides = preset_overrides + final_overrides
+    # A preset's budgets count as set: rollout's general defaults fill only what neither gives.
+    preset_keys = {_split(o)[0] for o in preset_overrides}
+    final_overrides = budget_overrides(first, user_keys | preset_keys) + final_overrides
     cfg = _compose(final_overrides)
     import_user_modules(list(cfg.turngym.import_modules))
     if "turngym.warm_start.enable" not in user_keys and cfg.turngym.model and cfg.turngym.warm_start.enable:
@@ -297,9 +300,25 @@ def budget_overrides(cfg: DictConfig, user_keys: set[str]) -> list[str]:
     return out
 
 
-def embedded_model_overrides(user_keys: set[str]) -> list[str]:
-    """Defaults for the embedded tiny model (trainer/config/embedded_model.yaml) the user did not set."""
-    values = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "embedded_model.yaml"))
+def model_preset(model: str | None) -> Path | None:
+    """The defaults file of a model: embedded_model.yaml without one, config/model/<name>.yaml for a named one."""
+    if not model:
+        return CONFIG_DIR / "embedded_model.yaml"
+    named = CONFIG_DIR / "model" / f"{model}.yaml"
+    return named if "/" not in str(model) and named.is_file() else None
+
+
+def preset_file_overrides(path: Path, user_keys: set[str]) -> list[str]:
+    """Overrides for every key of a model's defaults file that the user did not set.
+
+    Args:
+        path: a YAML file of config values (nested like the training config).
+        user_keys: the keys the command line sets; those keep the user's values.
+
+    Returns:
+        ``key=value`` overrides, one per leaf of the file not in ``user_keys``.
+    """
+    values = OmegaConf.to_container(OmegaConf.load(path))
     flat: list[str] = []
 
     def walk(prefix: str, node) -> None:
