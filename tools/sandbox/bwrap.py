@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import threading
 
+from tools.sandbox.hidden import hidden_paths
 from tools.sandbox.limits import IS_ROOT, Limits
 from tools.sandbox.spawn import SECCOMP_FD_SLOT, spawn
 
@@ -76,6 +77,24 @@ def bwrap_path(exe: str | None = None) -> str | None:
     return exe if exe and not bwrap_problem(exe) else None
 
 
+def mounted_paths(extra_ro: tuple[str, ...] = ()) -> list[str]:
+    """The host paths bwrap_argv binds read-only into the sandbox (those that exist here)."""
+    mounted = [p for p in (*_RO_PATHS, *extra_ro) if os.path.exists(p)]
+    return mounted + [p for p in _TOP_LINKS if os.path.isdir(p) and not os.path.islink(p)]
+
+
+def secret_masks(mounted: tuple[str, ...]) -> list[str]:
+    """bubblewrap arguments covering every copy of turngym's hidden data under the mounted paths: an
+    empty read-only tmpfs over each directory, /dev/null over each file (`tools.sandbox.hidden`)."""
+    found = hidden_paths(mounted)
+    argv: list[str] = []
+    for path in found.dirs:
+        argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    for path in found.files:
+        argv += ["--ro-bind", "/dev/null", path]
+    return argv
+
+
 def bwrap_argv(
     exe: str,
     workdir: str,
@@ -87,20 +106,20 @@ def bwrap_argv(
     shm_mb: int = 64,
     hardened: bool = True,
 ) -> list[str]:
-    """bubblewrap command: no network, read-only system, size-capped private /tmp and /dev/shm, the work
-    dir, own PID namespace; `hardened` adds --disable-userns and the seccomp filter (the default)."""
+    """bubblewrap command: no network, read-only system with turngym's hidden data covered
+    (`secret_masks`), size-capped private /tmp and /dev/shm, the work dir, own PID namespace; `hardened`
+    adds --disable-userns and the seccomp filter (the default)."""
     argv = [exe, "--unshare-all", "--die-with-parent", "--new-session"]
     if hardened:
         # --unshare-all only *tries* a user namespace; --disable-userns needs one for sure.
         argv += ["--unshare-user", "--disable-userns", "--seccomp", SECCOMP_FD_SLOT]
-    for path in (*_RO_PATHS, *extra_ro):
-        if os.path.exists(path):
-            argv += ["--ro-bind", path, path]
+    mounted = mounted_paths(extra_ro)
+    for path in mounted:
+        argv += ["--ro-bind", path, path]
     for path in _TOP_LINKS:
         if os.path.islink(path):
             argv += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            argv += ["--ro-bind", path, path]
+    argv += secret_masks(tuple(mounted))
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     # --dev's own /dev/shm is a tmpfs of half the host's RAM: replace it with a capped one.
     argv += ["--size", str(shm_mb * 1024 * 1024), "--tmpfs", "/dev/shm"]

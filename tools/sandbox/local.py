@@ -14,11 +14,12 @@ import sys
 import threading
 from functools import partial
 
-from tools.sandbox.bwrap import SANDBOX_DIR, bwrap_argv, bwrap_problem
+from tools.sandbox.bwrap import SANDBOX_DIR, bwrap_argv, bwrap_problem, mounted_paths
 from tools.sandbox.capped_run import run_capped
 from tools.sandbox.cgroup import RunCgroup, sweep_stale
 from tools.sandbox.cgroup import support as cgroup_support
 from tools.sandbox.deferred import defer
+from tools.sandbox.hidden import hidden_paths
 from tools.sandbox.limits import IS_ROOT, Limits
 from tools.sandbox.result import SandboxResult
 from tools.sandbox.spares import Spare, SpareKind, replenish, take
@@ -71,7 +72,8 @@ def _warn_once(key: str, message: str) -> None:
 
 _NONE_WARNING = (
     "LocalSandbox(isolation='none'): sandboxed code is NOT isolated: it can read every file {who} can "
-    "read (hidden tests, keys, other runs' files), write host /tmp and /dev/shm where later runs see it, "
+    "read (turngym's hidden tests and repo-fix templates wherever turngym is installed, keys, other runs' "
+    "files), write host /tmp and /dev/shm where later runs see it, "
     "and connect to the host network and to loopback TCP and unix sockets; no seccomp filter. Only "
     "rlimits, a private uid (as root), per-run cgroups and a capped work dir apply."
 )
@@ -204,6 +206,22 @@ class LocalSandbox:
         real = os.path.realpath(self.python)
         prefix = os.path.dirname(os.path.dirname(real))
         self._extra_ro = () if real.startswith("/usr/") else (prefix,)
+        if self.bwrap:
+            self._check_masks(real)
+
+    def _check_masks(self, python: str) -> None:
+        # The masks come first: a sandbox Python whose own tree holds turngym's secrets cannot run, and
+        # running it unmasked would show them. Refuse in one line rather than weaken either.
+        covered = self._hidden()
+        inside = [d for d in covered.dirs if python.startswith(d + os.sep)]
+        if inside:
+            raise RuntimeError(
+                f"sandbox python {python} lies inside {inside[0]}, which holds turngym's hidden data and is "
+                "hidden from sandboxes; pass python= an interpreter outside it (e.g. /usr/bin/python3)"
+            )
+
+    def _hidden(self):
+        return hidden_paths(tuple(mounted_paths(self._extra_ro)))
 
     @property
     def isolation(self) -> str:
@@ -250,6 +268,7 @@ class LocalSandbox:
                 else f"work dir on disk, files at most {self.fsize_mb} MB each (RLIMIT_FSIZE), total "
                 "not bounded (not root: no tmpfs mount)"
             ),
+            "hidden data": self._hidden_note(),
             "tmp": (
                 f"/tmp and /dev/shm: private tmpfs capped at {self.tmpfs_mb} MB each"
                 + (" (and counted in the run's memory)" if cg else "")
@@ -258,6 +277,18 @@ class LocalSandbox:
             ),
         }
         return report
+
+    def _hidden_note(self) -> str:
+        if not self.bwrap:
+            return (
+                "NOT hidden (isolation='none'): code reads every file its uid can, turngym's hidden tests "
+                "and templates included; do not grade with it"
+            )
+        found = self._hidden()
+        return (
+            f"turngym's hidden tests and templates covered in every mounted dir "
+            f"({len(found.dirs)} dirs, {len(found.files)} archives found under {', '.join(found.roots)})"
+        )
 
     def _workdir_note(self) -> str:
         return "counted in the run's memory" if self._cgroups else "RAM, outside any per-run bound"
