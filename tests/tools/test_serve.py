@@ -254,3 +254,38 @@ def test_bwrap_failure_is_a_sandbox_error(server):
     if r.json()["status"] != "SandboxError":
         pytest.xfail("LocalSandbox does not yet tell bubblewrap's own failures apart (issue 10)")
     assert_error(r, 200, "sandbox_error")
+
+
+def test_memory_over_the_host_is_refused_at_start_in_one_line():
+    import subprocess
+
+    from tools.sandbox.serve import host_memory_mb
+
+    per_run = host_memory_mb() // 2 + 1
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.sandbox.serve", "--concurrency", "2", "--max-memory-mb", str(per_run)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"--max-memory-mb {per_run} x --concurrency 2" in lines[0], done.stderr
+
+
+def test_default_max_memory_fits_the_host():
+    import argparse
+
+    from tools.sandbox.serve import memory_problem
+
+    def check(host_mb: int, concurrency: int, max_mb: int | None = None, memory_mb: int = 512):
+        args = argparse.Namespace(concurrency=concurrency, max_memory_mb=max_mb, memory_mb=memory_mb)
+        return memory_problem(args, host_mb), args.max_memory_mb
+
+    assert check(24000, 8) == ("", 3000)  # 8 x 4096 MB would not fit: the default shrinks
+    assert check(64000, 8) == ("", 4096)
+    problem, _ = check(24000, 8, max_mb=4096)
+    assert "32768 MB is more than this host's 24000 MB" in problem
+    problem, _ = check(24000, 64)  # 375 MB per run is below the 512 MB default of a run
+    assert "--memory-mb 512 must be at least 1 and at most --max-memory-mb 375" in problem

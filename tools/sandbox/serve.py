@@ -424,6 +424,33 @@ def spawn_server(
     return spawn(["-m", "tools.sandbox.serve", *flags], port=port, env=env, ready_s=ready_s)
 
 
+def host_memory_mb() -> int:
+    """Physical memory of this host in MB."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // _MB
+
+
+def memory_problem(args: argparse.Namespace, host_mb: int | None = None) -> str:
+    """Fill in the default --max-memory-mb and say what is wrong with the memory settings ('' if nothing):
+    `concurrency` runs at the maximum each must fit in the host's memory together."""
+    host = host_mb if host_mb is not None else host_memory_mb()
+    if args.concurrency < 1:
+        return f"--concurrency must be at least 1, got {args.concurrency}"
+    if args.max_memory_mb is None:
+        args.max_memory_mb = min(4096, host // args.concurrency)
+    if args.memory_mb < 1 or args.max_memory_mb < args.memory_mb:
+        return (
+            f"--memory-mb {args.memory_mb} must be at least 1 and at most --max-memory-mb "
+            f"{args.max_memory_mb}; lower --memory-mb or raise --max-memory-mb"
+        )
+    if args.max_memory_mb * args.concurrency > host:
+        return (
+            f"--max-memory-mb {args.max_memory_mb} x --concurrency {args.concurrency} = "
+            f"{args.max_memory_mb * args.concurrency} MB is more than this host's {host} MB of memory; "
+            f"lower one (at most {host // args.concurrency} MB per run at this concurrency)"
+        )
+    return ""
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command line entry point."""
     parser = argparse.ArgumentParser(
@@ -441,13 +468,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--memory-mb", type=int, default=512, help="default when a request sets no memory_limit_MB"
     )
-    parser.add_argument("--max-memory-mb", type=int, default=4096, help="larger memory_limit_MB -> 400")
+    parser.add_argument(
+        "--max-memory-mb",
+        type=int,
+        default=None,
+        help="larger memory_limit_MB -> 400 (default: 4096 or host memory / concurrency, the smaller); "
+        "x concurrency must fit in the host's memory",
+    )
     parser.add_argument(
         "--max-timeout-s", type=float, default=120.0, help="larger run/compile timeout -> 400"
     )
     parser.add_argument("--max-body-mb", type=float, default=16.0, help="larger request body -> 413")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
+    problem = memory_problem(args)
+    if problem:
+        print(f"tools.sandbox.serve: {problem}", file=sys.stderr)
+        sys.exit(2)
     import uvicorn
 
     sandbox = LocalSandbox(
