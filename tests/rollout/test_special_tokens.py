@@ -129,18 +129,22 @@ def formats(request, tokenizer, llama3_tokenizer):
     return {"chatml": tokenizer, "llama3": llama3_tokenizer}
 
 
-def _text(specials):
+def _text(tok):
+    # Text the tokenizer can write without its unknown token: SmolLM2's GGUF vocabulary lacks some bytes
+    # and writes them as its unk, `<|endoftext|>`, a special id that no template markup accounts for.
+    chat = ChatEncoder(tok)
+    free = st.text(min_size=1, max_size=6).filter(lambda s: not special_counts(tok, chat.encode_text(s)))
     piece = st.one_of(
-        st.sampled_from(specials),
+        st.sampled_from(special_token_strings(tok)),
         st.sampled_from(["\n", " ", "<", "|", ">", "system", "user", "\ue000", "\U000f0001", "x"]),
-        st.text(min_size=1, max_size=6),
+        free,
     )
     return st.lists(piece, min_size=1, max_size=8).map("".join)
 
 
-def _conversation(specials):
+def _conversation(tok):
     """(opening, env messages) with contents drawn from text full of special-token strings."""
-    text = _text(specials)
+    text = _text(tok)
     opening = st.tuples(st.one_of(st.none(), text), text).map(
         lambda p: (
             ([{"role": "system", "content": p[0]}] if p[0] is not None else [])
@@ -182,7 +186,7 @@ def test_embedded_formats_make_special_ids_only_from_markup(family, formats):
     tok = formats[family]
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(_conversation(special_token_strings(tok)))
+    @given(_conversation(tok))
     def run(conversation):
         check_format(tok, *conversation)
 
@@ -194,7 +198,7 @@ def test_smollm2_format_makes_special_ids_only_from_markup():
     tok = smollm2_tokenizer()
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(_conversation(special_token_strings(tok)))
+    @given(_conversation(tok))
     def run(conversation):
         opening, env_messages = conversation
         # SmolLM2's template renders no tools: tool results are shown as user turns here.
