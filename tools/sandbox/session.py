@@ -13,6 +13,7 @@ import threading
 import time
 
 from tools.sandbox.bwrap import SANDBOX_DIR
+from tools.sandbox.cgroup import RunCgroup
 from tools.sandbox.limits import Limits
 from tools.sandbox.local import LocalSandbox
 from tools.sandbox.result import SandboxResult
@@ -34,7 +35,12 @@ def _spawner() -> concurrent.futures.ThreadPoolExecutor:
 
 
 class PythonSession:
-    """A persistent sandboxed interpreter. A timed-out cell kills it; the next call starts afresh."""
+    """A persistent sandboxed interpreter. A timed-out cell kills it; the next call starts afresh.
+
+    The sandbox's whole-run limits hold for the whole session (with cgroups): `memory_mb` over the
+    interpreter, every process it starts and its tmpfs pages, `nproc` processes, `cpus` cores; the work
+    dir is a tmpfs of `disk_mb` (as root). Closing kills every process the session started.
+    """
 
     def __init__(self, sandbox: LocalSandbox | None = None, *, session_cpu_s: int = 600) -> None:
         self.sandbox = sandbox or LocalSandbox()
@@ -42,6 +48,7 @@ class PythonSession:
         self._proc: subprocess.Popen | None = None
         self._slot: UidSlot | None = None
         self._workdir: str | None = None
+        self._group: RunCgroup | None = None
         self._lock = threading.Lock()
         self._restarted = False
 
@@ -54,7 +61,11 @@ class PythonSession:
         sb = self.sandbox
         self._slot = UidSlot()
         uid = self._slot.uid
-        self._workdir = make_workdir(uid, sb.workdir_base)
+        # The whole-run limits of LocalSandbox.run, for the whole session: one cgroup bounds the memory,
+        # processes and CPU of the interpreter and everything it starts (tmpfs pages included), and the
+        # work dir is a size-capped tmpfs, so forked children and written files cannot escape either.
+        self._group = sb._run_cgroup(sb.memory_mb, uid)
+        self._workdir = make_workdir(uid, sb.workdir_base, sb._workdir_size_mb())
         with open(_DRIVER, "rb") as fh:
             write_files(self._workdir, {"_driver.py": fh.read()}, uid)
         here = SANDBOX_DIR if sb.bwrap else self._workdir
@@ -64,6 +75,7 @@ class PythonSession:
         # bubblewrap's --die-with-parent follows the *thread* that forked it, so spawn from a thread that
         # lives as long as the process does (callers may use short-lived worker threads).
         env = sb._env(self._workdir)
+        group = self._group
         self._proc = (
             _spawner()
             .submit(
@@ -76,6 +88,7 @@ class PythonSession:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
+                    cgroup_procs=group.procs_files if group is not None else (),
                 )
             )
             .result()
@@ -156,6 +169,9 @@ class PythonSession:
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
+        group, self._group = self._group, None
+        if group is not None:
+            group.kill_all()  # every process the session started, whatever session or group it moved to
         if proc is not None:
             kill_group(proc.pid)
             proc.wait()
@@ -171,6 +187,8 @@ class PythonSession:
         if self._workdir is not None:
             remove_workdir(self._workdir)
             self._workdir = None
+        if group is not None:
+            group.remove()
 
     def close(self) -> None:
         """Kill the interpreter and delete its files; idempotent."""
