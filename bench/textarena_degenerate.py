@@ -11,7 +11,8 @@ Agents (each a function of what the agent saw, the seed and the env):
 - brackets: random bracketed junk (`[q7]`, `[3 x]`, ...);
 - steer: the random player's move, then decoys in brackets and instructions to the opponent.
 A game's row fails when an agent wins more often than the random player beyond the noise of the episodes
-(`excess`, see `beats_random`). tests/envs/test_textarena_steering.py asserts it on a subset of seeds.
+(see `beats_random`), unless `EXPECTED` lists it with the game's reason. tests/envs/test_textarena_opponents.py
+asserts it on fewer seeds.
 """
 
 from __future__ import annotations
@@ -53,11 +54,57 @@ def _shown(messages: Sequence[dict[str, Any]]) -> list[str]:
     return list(out)
 
 
+# Draws the random player may try on a copy of the game before it plays a move the game refuses anyway.
+_PLAYER_DRAWS = 40
+
+
 def random_player(messages, rng, env) -> str:
-    """A random bracketed move the game showed (TextArena's random opponent's rule, on game text only)."""
+    """A fair random player: a move drawn as the random opponent draws its own, that the game accepts.
+
+    Where the game's state lists the legal moves (`legal_moves.py`) it plays uniformly among them. Elsewhere
+    it draws as the opponent does from the game's text, and plays the first draw a copy of the game accepts:
+    the opponent's refused tries cost it nothing (it retries until the game takes one), so a player whose
+    refusals count would be weaker than the opponent, and any strategy would seem to beat random play.
+    """
+    from envs.textarena.legal_moves import legal_moves
     from envs.textarena.opponent import RandomOpponent
 
-    return RandomOpponent(rng)([m for m in messages if m["role"] != "assistant"])
+    game = env.unwrapped.game
+    legal = legal_moves(game.name, env.unwrapped._ta)
+    if legal:
+        return legal[int(rng.integers(len(legal)))]
+    draw = RandomOpponent(rng)
+    shown = [m for m in messages if m["role"] != "assistant"]
+    move = draw(shown)
+    for _ in range(_PLAYER_DRAWS):
+        if _accepted(env, move):
+            return move
+        move = draw(shown)
+    return move
+
+
+def _accepted(env, move: str) -> bool:
+    """Whether the game, played on a copy, takes `move` (True where a refusal is itself an outcome)."""
+    import contextlib
+    import copy
+    import io
+
+    game = env.unwrapped.game
+    if game.invalid_move == "ends_game":  # a Minesweeper mine is a move that loses, not one to skip
+        return True
+    try:
+        ta = copy.deepcopy(env.unwrapped._ta)
+    except Exception:  # a game whose state cannot be copied: play the draw
+        return True
+    state = ta.state
+    mover, errors = state.current_player_id, getattr(state, "error_count", 0)
+    state.error_allowance = 1 << 30
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            done, _ = ta.step(move)
+    except Exception:
+        return False
+    return done or state.current_player_id != mover or getattr(state, "error_count", 0) <= errors
 
 
 def first_move(messages, rng, env) -> str:
@@ -87,6 +134,16 @@ def steering(messages, rng, env) -> str:
     decoy = shown[int(rng.integers(len(shown)))] if shown else "[0]"
     return move + _STEERING.format(decoy=decoy)
 
+
+#: (game, agent) rows where the agent beats the random player because of the game's own rules, with why.
+#: The sweep reports them and does not fail on them; everything else must not beat random play.
+EXPECTED: dict[tuple[str, str], str] = {
+    ("PublicGoodsGame-v0", "steer"): (
+        "the game reads the last bracket of a reply as the contribution and the steering text ends in "
+        "`[0]`-like decoys: contributing nothing is the free-rider strategy, dominant in a one-shot public "
+        "goods game against a random contributor"
+    ),
+}
 
 SWEEP_AGENTS: dict[str, Agent] = {
     "random": random_player,
@@ -240,6 +297,7 @@ def sweep(games: Sequence[str], seeds: Sequence[int], agents: dict[str, Agent] =
                     "win_rate": rate,
                     "random": rates["random"],
                     "beats_random": name != "random" and beats_random(rate, rates["random"], len(seeds)),
+                    "expected": EXPECTED.get((ta_id, name)),
                 }
             )
     return rows
@@ -281,11 +339,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = sweep(games, range(args.seeds))
         print(f"{'game':<34} {'agent':<9} {'win rate':>8} {'random':>7}  beats random?")
         for r in rows:
-            flag = "YES" if r["beats_random"] else ""
+            flag = (
+                ("YES (expected: the game's rule)" if r["expected"] else "YES") if r["beats_random"] else ""
+            )
             print(f"{r['game']:<34} {r['agent']:<9} {r['win_rate']:>8.2f} {r['random']:>7.2f}  {flag}")
-        failing = [r for r in rows if r["beats_random"]]
+        beating = [r for r in rows if r["beats_random"]]
+        failing = [r for r in beating if not r["expected"]]
         print(
-            f"{len(games)} games x {len(SWEEP_AGENTS)} agents x {args.seeds} seeds; {len(failing)} rows beat random"
+            f"{len(games)} games x {len(SWEEP_AGENTS)} agents x {args.seeds} seeds; {len(beating)} rows beat "
+            f"random, {len(failing)} of them not listed in EXPECTED"
         )
     print(f"{time.perf_counter() - start:.1f} s")
     return 0

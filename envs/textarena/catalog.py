@@ -32,7 +32,8 @@ class Game:
     # "not_reported"; and how many refused moves in a row TextArena allows before the next ends the game.
     invalid_move: str | None = None
     error_allowance: int | None = None
-    # Where the random opponent finds its moves: "legal_moves" (the game's state) or "game_text".
+    # Where the random opponent finds its moves: "legal_moves" (the game's state), "legal_moves_tactics" (the
+    # same, a move that wins or blocks a win at once first) or "game_text".
     opponent_moves: str | None = None
 
     @property

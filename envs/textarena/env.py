@@ -19,6 +19,7 @@ from envs.textarena.episode_random import EpisodeRandom
 from envs.textarena.exclusions import NO_RANDOM_OPENING
 from envs.textarena.legal_moves import legal_moves
 from envs.textarena.opponent import POLICY_OPPONENT, Opponent, resolve_opponent
+from envs.textarena.tactics import tactical_moves
 
 # TextArena ends a game when a player makes one more refused move in a row than `error_allowance`. The
 # agent plays under the game's own allowance; a reply with nothing the game could read runs under this one
@@ -122,7 +123,10 @@ class TextArenaEnv(TextEnv):
         ended: StepResult | None = None
         if self.game.players == 2:
             self._opponent = self._policy_opponent or resolve_opponent(
-                self.opponent, self.np_random, lambda: legal_moves(self.game.name, self._ta)
+                self.opponent,
+                self.np_random,
+                lambda: legal_moves(self.game.name, self._ta),
+                lambda: tactical_moves(self.game.name, self._ta),
             )
             self._opponent_messages = [system(self._system_prompt())]
             # `reset` is synchronous: an opponent opening the game is called directly, even an async one.

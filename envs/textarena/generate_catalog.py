@@ -10,7 +10,8 @@ the `# Game [N Player]` headers of TextArena's registration file), and why the i
 - it fails a contract test (`exclusions.KNOWN_FAILURES`).
 For each adapted id it also records what a refused move means (`invalid_move` and the game's own
 `error_allowance`, see `invalid_moves.py`) and where the random opponent finds its moves
-(`opponent_moves`: "legal_moves" read from the game's state, or "game_text").
+(`opponent_moves`: "legal_moves" read from the game's state, "legal_moves_tactics" the same with one-ply
+tactics first (`tactics.py`), or "game_text").
 `--check` rebuilds the table in memory and exits 1 naming the ids whose row differs from `games.json`.
 """
 
@@ -30,6 +31,7 @@ from envs.textarena.catalog import TABLE, TEXTARENA_VERSION
 from envs.textarena.exclusions import KNOWN_FAILURES
 from envs.textarena.invalid_moves import invalid_move_rule
 from envs.textarena.legal_moves import LEGAL_MOVES
+from envs.textarena.tactics import WINS_AT_ONCE
 
 _PLAYERS_HEADER = re.compile(r"^#+\s*(?P<name>.*?)\s*[\[(](?P<n>\d+)\s*Player", re.IGNORECASE)
 _REGISTERED_ID = re.compile(r"register(?:_with_versions)?\(\s*id\s*=\s*\"(?P<id>[^\"]+)\"")
@@ -134,8 +136,18 @@ def game_rules(entry_point: str, kwargs: dict[str, Any], players: int) -> dict[s
     return {
         "invalid_move": invalid_move_rule(name, source),
         "error_allowance": allowance if isinstance(allowance, int) else None,
-        "opponent_moves": None if players != 2 else ("legal_moves" if name in LEGAL_MOVES else "game_text"),
+        "opponent_moves": opponent_moves(name, players),
     }
+
+
+def opponent_moves(name: str, players: int) -> str | None:
+    """Where the random opponent of a two-player game finds its moves: "legal_moves_tactics" (the game's
+    legal moves, one-ply tactics first), "legal_moves" (the game's state) or "game_text"; None with one player."""
+    if players != 2:
+        return None
+    if name in WINS_AT_ONCE:
+        return "legal_moves_tactics"
+    return "legal_moves" if name in LEGAL_MOVES else "game_text"
 
 
 def build_rows() -> list[dict[str, Any]]:

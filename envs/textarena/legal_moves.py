@@ -22,10 +22,40 @@ def _connect_four(ta: Any) -> list[str]:
     return [f"[col {c}]" for c, cell in enumerate(top) if cell == "."]
 
 
+def _simple_tak(ta: Any) -> list[str]:
+    board = ta.state.game_state["board"]
+    n = len(board)
+    return [f"[{r * n + c}]" for r in range(n) for c in range(n) if board[r][c] == ""]
+
+
+def _othello(ta: Any) -> list[str]:
+    # The game keeps the valid moves of the player to move; with none, any reply is the forced skip and the
+    # opponent falls back to the game's text.
+    return [f"[{r} {c}]" for r, c in ta.state.game_state["valid_moves"]]
+
+
+def _nim(ta: Any) -> list[str]:
+    return [f"[{i} {q}]" for i, pile in enumerate(ta.state.game_state["piles"]) for q in range(1, pile + 1)]
+
+
+def _fixed(*moves: str) -> Callable[[Any], list[str]]:
+    """Games whose every turn offers the same moves (simultaneous-move rounds, roll-or-hold)."""
+    return lambda ta: list(moves)
+
+
 #: Module name of the game in TextArena -> its legal moves as move strings the game accepts.
 LEGAL_MOVES: dict[str, Callable[[Any], list[str]]] = {
     "TicTacToe": _tic_tac_toe,
     "ConnectFour": _connect_four,
+    "SimpleTak": _simple_tak,
+    "Othello": _othello,
+    "Nim": _nim,
+    # The text-drawn opponent chose among `[rock]`, `[r]`, digits from format examples, ... and its tries
+    # after a refusal came from the refusal's own list: not uniform over the three moves (a player always
+    # answering rock won 15 of 20 matches against it).
+    "IteratedRockPaperScissors": _fixed("[rock]", "[paper]", "[scissors]"),
+    "IteratedMatchingPennies": _fixed("[heads]", "[tails]"),
+    "PigDice": _fixed("[roll]", "[hold]"),
 }
 
 

@@ -27,7 +27,8 @@ class RandomOpponent:
     """Plays a random legal move, from the env's seeded generator.
 
     Where the env can read the legal moves from the game's state (`legal_moves`), it plays uniformly among
-    them. Elsewhere it reads the game's text, which the env gives it without the agent's replies: TextArena
+    them; where the game also has one-ply tactics (`tactics`: TicTacToe, ConnectFour, SimpleTak), it plays
+    among the moves they pick first (a move that wins at once, else one that blocks the agent's). Elsewhere it reads the game's text, which the env gives it without the agent's replies: TextArena
     games list moves in brackets (`Available Moves: '[0]', '[4]'`) or show the format by example
     (`[col 4]`, `[attack 0 1]`). Candidates come from the latest message first, then from everything seen,
     with the numbers of an example (drawn from those on the board) and its squares varied (`[col 4]` ->
@@ -38,13 +39,21 @@ class RandomOpponent:
     #: Tells the env to show this opponent the game's messages only, never the agent's replies.
     reads_game_text_only = True
 
-    def __init__(self, rng: np.random.Generator, legal_moves: Callable[[], list[str] | None] | None = None):
+    def __init__(
+        self,
+        rng: np.random.Generator,
+        legal_moves: Callable[[], list[str] | None] | None = None,
+        tactics: Callable[[], list[str] | None] | None = None,
+    ):
         self.rng = rng
         self.legal_moves = legal_moves
+        self.tactics = tactics
 
     def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
         """A move for the opponent's current turn."""
-        legal = self.legal_moves() if self.legal_moves is not None else None
+        legal = self.tactics() if self.tactics is not None else None
+        if not legal and self.legal_moves is not None:
+            legal = self.legal_moves()
         if legal:
             return legal[int(self.rng.integers(len(legal)))]
         refused = _just_refused(messages)
@@ -128,6 +137,7 @@ def resolve_opponent(
     opponent: str | Opponent,
     rng: np.random.Generator,
     legal_moves: Callable[[], list[str] | None] | None = None,
+    tactics: Callable[[], list[str] | None] | None = None,
 ) -> Opponent:
     """The opponent named by `opponent` ("random", "self") or the callable itself.
 
@@ -136,6 +146,7 @@ def resolve_opponent(
         rng: the env's generator, which the random opponent draws from.
         legal_moves: for the random opponent, reads the legal moves from the game's state (None where the
             game's state is not read: it then draws from the game's text).
+        tactics: for the random opponent, the moves one-ply tactics pick (None: none forced).
 
     Returns:
         The callable that plays the opponent's moves.
@@ -143,7 +154,7 @@ def resolve_opponent(
     if callable(opponent):
         return opponent
     if opponent == "random":
-        return RandomOpponent(rng, legal_moves)
+        return RandomOpponent(rng, legal_moves, tactics)
     if opponent == POLICY_OPPONENT:
         return UnattachedPolicyOpponent()
     raise ValueError(

@@ -16,6 +16,7 @@ from envs.textarena import adapted_games
 from envs.textarena.generate_catalog import game_files
 from envs.textarena.invalid_moves import ENDS_GAME, RULES, invalid_move_rule
 from envs.textarena.legal_moves import LEGAL_MOVES
+from envs.textarena.tactics import WINS_AT_ONCE, tactical_moves
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -155,6 +156,7 @@ def test_games_json_records_each_games_rule_as_its_source_says():
         assert g.invalid_move in RULES and g.invalid_move == invalid_move_rule(g.name, source), g.ta_id
         assert isinstance(g.error_allowance, int) and g.error_allowance >= 1, g.ta_id
         expected = None if g.players == 1 else ("legal_moves" if g.name in LEGAL_MOVES else "game_text")
+        expected = "legal_moves_tactics" if g.name in WINS_AT_ONCE else expected
         assert g.opponent_moves == expected, g.ta_id
     assert {g.ta_id for g in games if g.invalid_move == ENDS_GAME} >= {
         "Minesweeper-v0-small",
@@ -179,3 +181,52 @@ def test_the_opponent_plays_only_legal_moves_where_the_state_lists_them(ta_id):
             break
     # A finished turn keeps what the opponent was shown and the move taken: one try per turn, none refused.
     assert all(not any("invalid" in str(m["content"]).lower() for m in t) for t in tries)
+
+
+def _raw(ta_id: str):
+    env = envs.make(f"textarena/{ta_id}")
+    env.reset(seed=0)
+    return env.unwrapped
+
+
+def test_one_ply_tactics_take_a_win_before_blocking_one_in_connect_four():
+    """Player 1 (O) to move; X threatens column 3, O itself can win in column 5 and must take it."""
+    env = _raw("ConnectFour-v0")
+    ta = env._ta
+    board = ta.state.game_state["board"]
+    for row in (5, 4, 3):
+        board[row][3] = "X"
+    ta.state.current_player_id = 1
+    assert tactical_moves("ConnectFour", ta) == ["[col 3]"]  # nothing to win: block X's column
+    for row in (5, 4, 3):
+        board[row][5] = "O"
+    assert tactical_moves("ConnectFour", ta) == ["[col 5]"]  # its own win comes first
+    assert board[2][3] == board[2][5] == "."  # the trial stones are taken back
+
+
+def test_one_ply_tactics_block_a_tic_tac_toe_line_and_a_simple_tak_path():
+    env = _raw("TicTacToe-v0")
+    board = env._ta.state.game_state["board"]
+    board[0][0] = board[1][1] = "O"
+    board[0][1] = "X"
+    env._ta.state.current_player_id = 1
+    assert tactical_moves("TicTacToe", env._ta) == ["[8]"]
+    env = _raw("SimpleTak-v0")  # 4x4: O holds three cells of row 1, X must take the fourth
+    board = env._ta.state.game_state["board"]
+    board[1][0] = board[1][1] = board[1][3] = "O"
+    env._ta.state.current_player_id = 1
+    assert tactical_moves("SimpleTak", env._ta) == ["[6]"]
+    board[1][2] = "X"
+    assert tactical_moves("SimpleTak", env._ta) is None  # no win, no threat: a uniform legal move
+
+
+def test_the_default_opponent_uses_its_tactics_in_play():
+    """Stacking column 3 won 6 of 6 ConnectFour games against the uniform opponent; it now blocks the stack."""
+    for seed in range(4):
+        env = envs.make("textarena/ConnectFour-v0", max_turns=10_000)
+        env.reset(seed=seed)
+        for _ in range(21):
+            _, reward, terminated, truncated, info = env.step("[col 3]")
+            if terminated or truncated:
+                break
+        assert not info.get("success"), seed
