@@ -69,6 +69,27 @@ def turn_cap(env_id: str, override: int | None) -> int:
     return TURN_CAPS.get(envs.spec(env_id).category, GAME_TURN_CAP)
 
 
+def tools_hidden(env_id: str, tokenizer: Any) -> bool:
+    """Whether `env_id` has tools that the chat template leaves out of the prompt (a template without tools)."""
+    import envs
+
+    env = envs.make(env_id)
+    try:
+        messages, _ = env.reset(seed=0)
+        schemas = env.unwrapped.tool_schemas
+    finally:
+        env.close()
+    if not schemas:
+        return False
+
+    def render(tools: list | None) -> str:
+        return tokenizer.apply_chat_template(
+            messages, tools=tools, tokenize=False, add_generation_prompt=True
+        )
+
+    return render(schemas) == render(None)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line flags; env ids and model are checked later, before the model loads."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -140,13 +161,18 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table (failed episodes, if any, noted beside the env)."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
     for r in rows:
-        name = f"`{r['env']}`" + (f" ({r['failed']} failed)" if r["failed"] else "")
+        name = f"`{r['env']}`" + (" †" if r.get("tools_hidden") else "")
+        name += f" ({r['failed']} failed)" if r["failed"] else ""
         if not r["episodes"]:
             lines.append(f"| {name} | - | - | - | - | - | - |")
             continue
         lines.append(
             f"| {name} | {r['successes']}/{r['episodes']} | {r['reward']:.2f} | {r['format_errors']:.1f} | "
             f"{r['turns']:.1f} | {r['overflow']:.0%} | {r['tok_s']:.1f} |"
+        )
+    if any(r.get("tools_hidden") for r in rows):
+        lines.append(
+            "\n† the env has tools, but the model's chat template renders none: the prompt does not show them"
         )
     return "\n".join(lines)
 
@@ -181,6 +207,7 @@ async def evaluate(
             )
             wall = time.perf_counter() - t0
         r = row(env_id, summarize(batch), wall)
+        r["tools_hidden"] = tools_hidden(env_id, tokenizer)
         done += 1
         shown = (
             f"success {r['successes']}/{r['episodes']}, reward {r['reward']:.2f}, format errors/ep "

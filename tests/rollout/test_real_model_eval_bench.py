@@ -3,6 +3,7 @@ episodes, its default env list is real, and a bad env id stops it before any mod
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -85,3 +86,18 @@ def test_an_unknown_env_id_is_one_line_before_any_model_loads():
     assert len(last) == 1 and last[0].startswith("real_model_eval: env=gues-number-v0")
     assert "guess-number-v0" in last[0]  # the closest registered id is named
     assert "Loading weights" not in out.stderr and out.stdout == ""
+
+
+def test_tools_a_template_leaves_out_are_flagged(tokenizer):
+    assert not real_model_eval.tools_hidden("calculator-qa-v0", tokenizer)  # the embedded template shows them
+    assert not real_model_eval.tools_hidden("textarena/Nim-v0", tokenizer)  # no tools to hide
+    plain = copy.deepcopy(tokenizer)
+    plain.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    assert real_model_eval.tools_hidden("calculator-qa-v0", plain)
+    table = real_model_eval.markdown_table(
+        [{"env": "calculator-qa-v0", "episodes": 0, "failed": 0, "wall_s": 1.0, "tools_hidden": True}]
+    )
+    assert "`calculator-qa-v0` †" in table and "renders none" in table
