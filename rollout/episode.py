@@ -19,6 +19,7 @@ from typing import Any
 from rollout.chat_format import ChatFormat
 from rollout.engine import Engine, EngineRequestError
 from rollout.engine_opponent import attach_policy_opponent
+from rollout.tool_prompt import place_tools
 from rollout.trajectory import Trajectory, TurnRecord
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
@@ -106,7 +107,9 @@ async def run_episode(
             messages, _ = await asyncio.to_thread(env.reset, seed=seed, options=options)
         tally.env_s += time.perf_counter() - t0
         tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
-        fmt = ChatFormat(tokenizer, tools, cfg.chat_template_kwargs, cfg.tool_call_format)
+        # A template that renders no tools gets them in the system message instead (rollout/tool_prompt.py).
+        messages, template_tools = place_tools(tokenizer, messages, tools, cfg.chat_template_kwargs)
+        fmt = ChatFormat(tokenizer, template_tools, cfg.chat_template_kwargs, cfg.tool_call_format)
         _env_reads_calls_as(env, fmt.tool_call_format)
         traj.messages, traj.tools = list(messages), tools
         t0 = time.perf_counter()
@@ -268,7 +271,9 @@ def _interpret(
         # Unreadable calls go to the env as text: it parses them again and tells the model what was wrong.
         return {"role": "assistant", "content": text}, clean, len(parsed.errors)
     calls = [c.to_openai() for c in parsed.tool_calls]
-    message = {"role": "assistant", "content": parsed.content, "tool_calls": calls}
+    # A template that renders no tool calls renders only `content`: it keeps the text as written.
+    written = parsed.content if fmt.tools else text
+    message = {"role": "assistant", "content": written, "tool_calls": calls}
     content = _THINK.sub("", parsed.content).strip() if strip_think else parsed.content
     return message, {"role": "assistant", "content": content, "tool_calls": calls}, 0
 

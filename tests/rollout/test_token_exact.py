@@ -254,3 +254,145 @@ def test_guess_number_env_token_exact_with_expert_turns(tokenizer):
     assert traj.total_reward > 0 and traj.metrics["tool_calls"] == traj.num_turns
     assert traj.token_rewards()[traj.reward_positions[-1]] == traj.rewards[-1]
     assert json.loads(traj.to_json())["total_reward"] == traj.total_reward
+
+
+# ----- a real tokenizer and template: SmolLM2-135M-Instruct (ChatML, a default system prompt, no tools) -----
+SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """SmolLM2's tokenizer: from the named model's converted folder when cached, else read from its GGUF."""
+    from transformers import AutoTokenizer
+
+    from rollout.named_models import RECORD, ModelSourceError, cached_model_dir, file_sha256, gguf_source
+
+    try:
+        name, gguf_path = gguf_source("smollm2-135m-instruct")
+    except ModelSourceError as exc:
+        pytest.skip(str(exc))
+    cached = cached_model_dir(name, file_sha256(gguf_path))
+    if (cached / RECORD).is_file():
+        return AutoTokenizer.from_pretrained(cached)
+    pytest.importorskip("gguf", reason="reading a GGUF tokenizer needs the gguf package")
+    return AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+
+
+def hermes_turn(turn, rng):
+    """A planned turn as the text a model writes when its template has no tools: prose or <tool_call> blocks."""
+    r = rng.random()
+    if r < 0.35:
+        return _sentence(rng)
+    if r < 0.85:
+        blocks = []
+        for _ in range(rng.randint(1, 3)):
+            if rng.random() < 0.5:
+                call = {"name": "guess", "arguments": {"number": rng.randint(-5, 100)}}
+            else:
+                call = {
+                    "name": "search",
+                    "arguments": {"query": _sentence(rng, 1, 3), "tags": [rng.choice(WORDS)]},
+                }
+            blocks.append(f"<tool_call>\n{json.dumps(call, ensure_ascii=False)}\n</tool_call>")
+        lead = _sentence(rng) + "\n" if rng.random() < 0.5 else ""
+        return lead + "\n".join(blocks)
+    return '<tool_call>\n{"name": "guess", "arguments": {number: 5}\n</tool_call>'  # unreadable JSON
+
+
+@pytest.mark.parametrize("with_tools", [True, False], ids=["tools", "notools"])
+def test_random_episodes_are_token_exact_on_smollm2(with_tools, smollm2_tokenizer):
+    tok = smollm2_tokenizer
+    tools = TOOLS if with_tools else []
+    engine = ScriptedEngine(tok, hermes_turn, seed=1)
+    cfg = EpisodeConfig(max_response_tokens=100_000, max_new_tokens=None)
+    fmt = ChatFormat(tok)  # the template renders no tools: they are in the recorded system message
+
+    async def run():
+        envs_ = [RandomChatEnv(tools) for _ in range(30)]
+        return await asyncio.gather(
+            *[
+                run_episode(e, engine, tok, seed=s, config=cfg, request_id=f"ep{s}")
+                for s, e in enumerate(envs_)
+            ]
+        )
+
+    trajs = asyncio.run(run())
+    calls = opened_without_system = 0
+    for traj in trajs:
+        _check(traj, fmt)
+        system = traj.messages[0]
+        assert system["role"] == "system" or not with_tools
+        assert ("<tools>" in system["content"]) == with_tools
+        prompt = tok.decode(traj.prompt_ids)
+        if SMOLLM2_DEFAULT_SYSTEM in prompt:
+            opened_without_system += 1
+            assert prompt.startswith(f"<|im_start|>system\n{SMOLLM2_DEFAULT_SYSTEM}")
+        for m in traj.messages:
+            if m.get("tool_calls"):
+                calls += 1
+                assert "<tool_call>" in m["content"]  # kept as written: the template renders content only
+    assert sum(t.num_turns for t in trajs) > 50 and opened_without_system > 0
+    assert (calls > 10) == with_tools
+
+
+def test_smollm2_default_system_prompt_and_tools_in_the_system_message(smollm2_tokenizer, tokenizer, caplog):
+    from rollout.tool_prompt import (
+        default_system_prompt,
+        place_tools,
+        template_renders_tools,
+        tools_system_text,
+    )
+
+    assert not template_renders_tools(smollm2_tokenizer) and template_renders_tools(tokenizer)
+    assert default_system_prompt(smollm2_tokenizer) == SMOLLM2_DEFAULT_SYSTEM
+    assert default_system_prompt(tokenizer) == "You are a helpful assistant."  # the embedded ChatML one
+    user = [{"role": "user", "content": "go"}]
+    with caplog.at_level("WARNING", logger="rollout.tool_prompt"):
+        bare, no_tools = place_tools(smollm2_tokenizer, user, TOOLS)
+        with_system, _ = place_tools(
+            smollm2_tokenizer, [{"role": "system", "content": "Play."}, *user], TOOLS
+        )
+    assert no_tools is None and bare[1:] == user and with_system[1:] == user
+    assert bare[0]["content"] == f"{SMOLLM2_DEFAULT_SYSTEM}\n\n{tools_system_text(TOOLS)}"
+    assert with_system[0]["content"] == f"Play.\n\n{tools_system_text(TOOLS)}"
+    warnings = [r.getMessage() for r in caplog.records if r.name == "rollout.tool_prompt"]
+    assert len(warnings) <= 1 and all("renders no tools" in w and "\n" not in w for w in warnings)
+    # Templates that render tools, and envs without tools, are left alone.
+    assert place_tools(tokenizer, user, TOOLS) == (user, TOOLS)
+    assert place_tools(smollm2_tokenizer, user, []) == (user, None)
+    # Every schema is in the block as one JSON line, and the call example is the format tools.calls reads.
+    block = tools_system_text(TOOLS)
+    assert all(json.dumps(t) in block.splitlines() for t in TOOLS) and "<tool_call>" in block
+
+
+def test_smollm2_special_token_boundaries(smollm2_tokenizer):
+    tok = smollm2_tokenizer
+    fmt = ChatFormat(tok)
+    im_start, im_end = tok.convert_tokens_to_ids("<|im_start|>"), tok.convert_tokens_to_ids("<|im_end|>")
+    assert (fmt.end_of_turn, fmt.separator, fmt.end_of_turn_id) == ("<|im_end|>", "\n", im_end)
+    assert fmt.stop_token_ids[0] == im_end
+    tool = {"role": "tool", "tool_call_id": "c", "name": "guess", "content": "higher"}
+    assert fmt.suffix_text([tool]) == "\n<|im_start|>tool\nhigher<|im_end|>\n<|im_start|>assistant\n"
+    suffix = fmt.suffix_ids([tool])
+    assert suffix[0] == fmt.encode("\n")[0] and suffix[1] == im_start  # separator, then the next turn opens
+    assert suffix.count(im_start) == 2 and suffix.count(im_end) == 1
+    assert fmt.assistant_text({"role": "assistant", "content": "7"}) == "7<|im_end|>"
+
+
+def test_guess_number_env_token_exact_on_smollm2(smollm2_tokenizer):
+    """The real guess-number env, its expert's guesses written as <tool_call> text, on SmolLM2's template."""
+    import envs
+
+    tok = smollm2_tokenizer
+    env = envs.make("guess-number-v0")
+
+    def expert(turn, rng):
+        call = {"name": "guess", "arguments": {"number": int(env.unwrapped.expert_action().strip())}}
+        return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+    engine = ScriptedEngine(tok, expert)
+    traj = asyncio.run(run_episode(env, engine, tok, seed=3, config=EpisodeConfig(max_new_tokens=None)))
+    _check(traj, ChatFormat(tok))
+    assert traj.termination == "terminated" and traj.success is not False
+    assert traj.metrics["tool_calls"] == traj.num_turns and traj.metrics["format_errors"] == 0
+    assert "<tools>" in traj.messages[0]["content"] and '"name": "guess"' in traj.messages[0]["content"]
