@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = build_rows()
     if "--check" in argv:
         table = {r["ta_id"]: r for r in json.loads(TABLE.read_text())}
+        rows = json.loads(json.dumps(rows))  # as written: constructor tuples become JSON lists
         differ = [r["ta_id"] for r in rows if table.get(r["ta_id"]) != r]
         if differ or len(table) != len(rows):
             print(
