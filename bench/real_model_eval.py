@@ -48,8 +48,8 @@ TEXTARENA_PICK = (
 )
 # Tokens per assistant turn by env category: a game move is a few tokens (the zero-shot model's prose
 # around it is what the cap cuts); a tool call, an answer to a customer or a program needs more.
-TURN_CAPS = {"code": 160, "conversation": 96, "tool-use": 96}
-GAME_TURN_CAP = 32
+TURN_CAPS = {"code": 128, "conversation": 64, "tool-use": 64}
+GAME_TURN_CAP = 24
 COLUMNS = ("env", "success", "reward", "format err/ep", "turns", "overflow", "tok/s")
 
 
@@ -101,13 +101,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--envs", default=None, help="comma-separated env ids (default: native envs + ten TextArena)"
     )
     p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--max-turns", type=int, default=8, help="assistant turns per episode (default 8)")
+    p.add_argument("--max-turns", type=int, default=6, help="assistant turns per episode (default 6)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="one cap per turn for every env")
     p.add_argument(
         "--max-response-tokens", type=int, default=1024, help="tokens after the prompt (default 1024)"
     )
     p.add_argument(
-        "--parallel", type=int, default=4, help="envs collected at once on the one engine (default 4)"
+        "--parallel", type=int, default=8, help="envs collected at once on the one engine (default 8)"
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", default=None, help="write every trajectory here (JSONL; python -m rollout.view)")
