@@ -76,7 +76,9 @@ class _Running:
 class EngineStats:
     """Where an engine's time went (seconds) and how much it produced."""
 
-    batches: int = 0  # prefills: groups of requests admitted together
+    batches: int = 0  # admissions: groups of requests joined to the running rows together
+    prefills: int = 0  # prefill forward passes (an admission is split by prompt length)
+    padded_prompt_tokens: int = 0  # prompt slots the prefills computed, padding included
     requests: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
@@ -94,6 +96,8 @@ class HFEngine:
         device: str = "cpu",
         *,
         max_batch_size: int = 64,
+        max_prefill_padding: float = 0.25,
+        max_prefill_tokens: int = 4096,
         default_max_new_tokens: int = 128,
         seed: int = 0,
         dtype: Any = None,
@@ -123,6 +127,12 @@ class HFEngine:
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
+        # Prompts admitted together are prefilled in groups of similar length: a group's padding is at
+        # most this share of its slots, and a group holds at most `max_prefill_tokens` slots (bounds the
+        # activations) unless one prompt alone is longer. inf: one padded prefill for all of them.
+        self.max_prefill_padding = float(max_prefill_padding)
+        self.max_prefill_tokens = int(max_prefill_tokens)
+        self._mergeable: bool | None = None  # whether this model's KV cache can be left-padded and stacked
         self.default_max_new_tokens = default_max_new_tokens
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
         # Stop at any end-of-sequence id the generation config, model config or tokenizer names, as
@@ -299,18 +309,52 @@ class HFEngine:
         t0 = time.perf_counter()
         with torch.inference_mode():
             if admit:
-                new = self._prefill(admit)
-                running = new if running is None else self._merge(running, new)
+                self.stats.batches += 1
+                self.stats.batch_sizes.append(len(admit))
+                for group in self._prefill_groups(admit):
+                    new = self._prefill(group)
+                    running = new if running is None else self._merge(running, new)
             running, done = self._advance(running, dropped)
         st = self.stats
         st.forward_seconds += time.perf_counter() - t0
         st.generated_tokens += sum(len(g.token_ids) for _, g in done)
         return running, done
 
+    def _prefill_groups(self, admit: list[_Request]) -> list[list[_Request]]:
+        """`admit` split into prefill groups of similar prompt length (longest first).
+
+        One left-padded prefill of a multi-turn mix computes the longest prompt's length for every row:
+        with prompts of 50 to 600 tokens that was about half padding, and the prefill is most of such a
+        batch's work. Splitting costs a forward pass per group; the matmuls stay wide (rows x length).
+        """
+        if len(admit) == 1 or self.max_prefill_padding == float("inf") or not self._cache_mergeable():
+            return [admit]  # groups are joined by `_merge`, which only plain key/value caches allow
+        order = sorted(admit, key=lambda r: len(r.prompt_ids), reverse=True)
+        groups: list[list[_Request]] = []
+        real = width = 0
+        for req in order:
+            n = len(req.prompt_ids)
+            if groups:
+                slots = width * (len(groups[-1]) + 1)
+                padding = 1 - (real + n) / slots
+                if padding <= self.max_prefill_padding and slots <= self.max_prefill_tokens:
+                    groups[-1].append(req)
+                    real += n
+                    continue
+            groups.append([req])
+            real = width = n
+        return groups
+
+    def _cache_mergeable(self) -> bool:
+        if self._mergeable is None:
+            from transformers import DynamicCache
+
+            self._mergeable = _plain_layers(DynamicCache(config=self.model.config))
+        return self._mergeable
+
     def _prefill(self, batch: list[_Request]) -> _Running:
         import torch
         from transformers import DynamicCache
-        from transformers.cache_utils import DynamicLayer
 
         dev = self.device
         n = len(batch)
@@ -326,9 +370,9 @@ class HFEngine:
         logits = self._next_logits(input_ids, attn, positions, cache, logits_to_keep=1)
         params = [r.params for r in batch]
         st = self.stats
-        st.batches += 1
+        st.prefills += 1
         st.requests += n
-        st.batch_sizes.append(n)
+        st.padded_prompt_tokens += n * width
         st.prompt_tokens += sum(len(r.prompt_ids) for r in batch)
         return _Running(
             reqs=list(batch),
@@ -345,8 +389,7 @@ class HFEngine:
                 torch.Generator(device="cpu").manual_seed(p.seed) if p.seed is not None else None
                 for p in params
             ],
-            # Plain per-layer key/value tensors can be left-padded and stacked; other layouts cannot.
-            mergeable=all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])),
+            mergeable=_plain_layers(cache),
         )
 
     def _merge(self, run: _Running, new: _Running) -> _Running:
@@ -456,6 +499,13 @@ class HFEngine:
                     chosen[i] = torch.multinomial(probs[i].cpu(), 1, generator=gens[i]).item()
         picked = logprobs.gather(1, chosen[:, None]).squeeze(1)
         return chosen.tolist(), picked.tolist()
+
+
+def _plain_layers(cache) -> bool:
+    """Plain per-layer key/value tensors can be left-padded and stacked; other layouts cannot."""
+    from transformers.cache_utils import DynamicLayer
+
+    return all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None]))
 
 
 def _truncate(scaled, params: list[SamplingParams]):

@@ -186,3 +186,41 @@ def test_load_weights_replaces_the_weights_in_place(model_path, tokenizer):
     assert report["missing"] == [] and report["unexpected"] == [] and report["loaded"] == len(zeros)
     # An all-zero model gives every (real) token the same probability.
     assert all(abs(lp + torch.log(torch.tensor(float(engine.valid_vocab)))) < 1e-4 for lp in out.log_probs)
+
+
+def test_mixed_lengths_prefill_in_groups_and_match_generate_greedy(model_path, tokenizer):
+    """A multi-turn mix (prompts of 10 to ~200 tokens, own budgets): grouped prefills, the same greedy
+    tokens as transformers' `generate` on each prompt alone, and the same as one padded prefill."""
+    from rollout.hf_engine import HFEngine
+
+    grouped = HFEngine(model_path)
+    padded = HFEngine(grouped.model, grouped.tokenizer, max_prefill_padding=float("inf"))
+    base = _prompt(tokenizer, "Play wordle: guess the five-letter word in six tries. " * 8)
+    prompts = [base[: 10 + 37 * i] for i in range(6)]
+    budgets = [3, 9, 5, 12, 7, 4]
+
+    def run(engine):
+        async def go():
+            return await asyncio.gather(
+                *[
+                    engine.generate(
+                        f"m{i}", prompt_ids=p, sampling_params={"temperature": 0, "max_tokens": n}
+                    )
+                    for i, (p, n) in enumerate(zip(prompts, budgets, strict=True))
+                ]
+            )
+
+        return [o.token_ids for o in asyncio.run(go())]
+
+    got = run(grouped)
+    assert grouped.stats.batches == 1 and grouped.stats.prefills > 1
+    assert run(padded) == got and padded.stats.prefills == 1
+    assert grouped.stats.padded_prompt_tokens < 0.7 * padded.stats.padded_prompt_tokens
+    assert grouped.stats.padded_prompt_tokens <= 1.25 * grouped.stats.prompt_tokens
+    for p, n, tokens in zip(prompts, budgets, got, strict=True):
+        with torch.inference_mode():
+            ref = grouped.model.generate(
+                torch.tensor([p]), max_new_tokens=n, do_sample=False, eos_token_id=grouped.eos_token_ids[0]
+            )
+        ref = ref[0, len(p) :].tolist()
+        assert tokens == ref[: len(tokens)] and (len(tokens) == n or tokens[-1] in grouped.eos_token_ids)
