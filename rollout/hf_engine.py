@@ -475,7 +475,6 @@ class HFEngine:
             [p.temperature if p.temperature > 0 else 1.0 for p in params], device=logits.device
         )
         scaled = logits / temps[:, None]
-        logprobs = torch.log_softmax(scaled, dim=-1)
         greedy = [p.temperature <= 0 for p in params]
         chosen = torch.empty(len(params), dtype=torch.long, device=logits.device)
         if any(greedy):
@@ -497,7 +496,8 @@ class HFEngine:
             for i, g in enumerate(greedy):
                 if not g and gens[i] is not None:
                     chosen[i] = torch.multinomial(probs[i].cpu(), 1, generator=gens[i]).item()
-        picked = logprobs.gather(1, chosen[:, None]).squeeze(1)
+        # The chosen token's log-softmax without materializing the whole [rows, vocab] of them.
+        picked = scaled.gather(1, chosen[:, None]).squeeze(1) - torch.logsumexp(scaled, dim=-1)
         return chosen.tolist(), picked.tolist()
 
 
