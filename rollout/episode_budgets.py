@@ -39,6 +39,25 @@ DEFAULT_BUDGETS = EpisodeBudgets(max_response_tokens=512, max_turns=16, max_new_
 EMBEDDED_MODEL_BUDGETS = EpisodeBudgets(max_response_tokens=1152, max_turns=8, max_new_tokens=8)
 
 
-def default_budgets(embedded: bool) -> EpisodeBudgets:
-    """The budgets training starts from: the embedded model's when no model is given, else the general ones."""
-    return EMBEDDED_MODEL_BUDGETS if embedded else DEFAULT_BUDGETS
+# Named models' own (rollout/named_models.py): training fills them in like the others, so that
+# `rollout.eval model=<name>` compares with training. A model's trainer/config/model/<name>.yaml may set
+# them too; tests/rollout/test_named_models.py checks that the two agree. SmolLM2-135M-Instruct's guesses are 1-3 tokens:
+# a reply cut at 8 costs a turn instead of filling the episode with prose.
+NAMED_MODEL_BUDGETS = {
+    "smollm2-135m-instruct": EpisodeBudgets(max_response_tokens=384, max_turns=6, max_new_tokens=8),
+}
+
+
+def default_budgets(embedded: bool, model: str | None = None) -> EpisodeBudgets:
+    """The budgets training starts from for a model.
+
+    Args:
+        embedded: whether the model is the embedded tiny model (no model given).
+        model: the model as named on the command line; a named model may have budgets of its own.
+
+    Returns:
+        The embedded model's budgets, a named model's own, or the general ones.
+    """
+    if embedded:
+        return EMBEDDED_MODEL_BUDGETS
+    return NAMED_MODEL_BUDGETS.get(str(model), DEFAULT_BUDGETS)

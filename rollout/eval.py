@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rollout.episode_budgets import TRAINING_KEYS, default_budgets
+from rollout.episode_budgets import NAMED_MODEL_BUDGETS, TRAINING_KEYS, default_budgets
 from rollout.named_models import EMBEDDED, is_embedded, is_model_name
 
 USAGE = __doc__
@@ -159,9 +159,10 @@ def _budgets(cfg: Any) -> dict[str, int]:
     return out
 
 
-def training_defaults(embedded: bool) -> dict[str, int | None]:
-    """The budgets training uses by default (rollout/episode_budgets.py; the embedded model's if `embedded`)."""
-    return dataclasses.asdict(default_budgets(embedded))
+def training_defaults(embedded: bool, model: str | None = None) -> dict[str, int | None]:
+    """The budgets training uses by default (rollout/episode_budgets.py: the embedded model's if `embedded`,
+    a named model's own, else the general ones)."""
+    return dataclasses.asdict(default_budgets(embedded, model))
 
 
 def run_settings(model: str | None) -> dict[str, Any]:
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         plan = eval_plan(opts, env_kwargs, settings)
         if opts.get("engine") == "sglang" and is_model_name(opts.get("tokenizer") or opts.get("model")):
             opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
-    budgets = training_defaults(embedded=embedded)
+    budgets = training_defaults(embedded=embedded, model=model_label)
     if settings.get("run"):
         budgets.update({k: v for k, v in settings.items() if k in TRAINING_KEYS})
     budgets.update({k: opts[k] for k in TRAINING_KEYS if k in opts})
@@ -297,11 +298,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         max_new_tokens=budgets.get("max_new_tokens"),
         max_response_tokens=budgets["max_response_tokens"],
     )
-    source = (
-        "the run"
-        if settings.get("run")
-        else f"training defaults for {'the embedded' if embedded else 'any'} model"
-    )
+    if settings.get("run"):
+        source = "the run"
+    elif embedded or model_label in NAMED_MODEL_BUDGETS:
+        source = f"training defaults for {model_label}"
+    else:
+        source = "training defaults for any model"
     print(
         f"model {model_label} ({'HF dir ' + str(tokenizer_path) if opts.get('engine', 'hf') == 'hf' else opts.get('url', 'http://127.0.0.1:30000')}): "
         f"max_response_tokens={cfg.max_response_tokens}, max_turns={cfg.max_turns}, "

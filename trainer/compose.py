@@ -290,7 +290,7 @@ def _has_difficulties(env_id: str) -> bool:
 
 def budget_overrides(cfg: DictConfig, user_keys: set[str]) -> list[str]:
     """rollout's default episode budgets for the budget keys that neither the user nor a group file set."""
-    budgets = default_budgets(embedded=not cfg.turngym.model)
+    budgets = default_budgets(embedded=not cfg.turngym.model, model=cfg.turngym.model)
     out = []
     for field, key in TRAINING_KEYS.items():
         # null in turngym.yaml means "not set"; a user's explicit null (one turn may use the whole budget) stays.

@@ -271,7 +271,7 @@ def _compose(*overrides: str):
 
 
 def test_embedded_settings_never_reach_another_model(tmp_path):
-    from rollout.episode_budgets import DEFAULT_BUDGETS, EMBEDDED_MODEL_BUDGETS
+    from rollout.episode_budgets import DEFAULT_BUDGETS, EMBEDDED_MODEL_BUDGETS, NAMED_MODEL_BUDGETS
 
     def settings(cfg):
         return (
@@ -290,8 +290,10 @@ def test_embedded_settings_never_reach_another_model(tmp_path):
         assert settings(cfg)[0] is False and settings(cfg)[2:] == tuple(DEFAULT_BUDGETS.__dict__.values())
         assert settings(cfg)[1] != embedded[1]  # verl's / the algorithm's learning rate
         assert cfg.data.train_batch_size != 16 and cfg.env.difficulty is None  # embedded_model.yaml's
-    cfg = _compose(f"model={SMOLLM2}")  # its own defaults, if it has any, are never the embedded model's
+    cfg = _compose(f"model={SMOLLM2}")  # its own defaults, never the embedded model's
     assert not cfg.turngym.warm_start.enable and settings(cfg)[1:] != embedded[1:]
+    # rollout.eval's defaults for it are the budgets its training uses.
+    assert settings(cfg)[2:] == tuple(NAMED_MODEL_BUDGETS[SMOLLM2].__dict__.values())
     asked = _compose(
         f"model={tmp_path / 'my-model'}", "turngym.warm_start.enable=true", "data.max_response_length=1152"
     )
@@ -335,6 +337,7 @@ def test_eval_runs_a_gguf_and_prints_its_settings(tiny_gguf, cache, capsys):
 @pytest.mark.slow
 def test_eval_runs_the_real_model_by_name(capsys):
     from rollout import eval as rollout_eval
+    from rollout.episode_budgets import NAMED_MODEL_BUDGETS
 
     # The user's cache (not a temporary one): the first run converts (60-180 s), later ones take seconds.
     summary = rollout_eval.main(
@@ -342,4 +345,9 @@ def test_eval_runs_the_real_model_by_name(capsys):
     )
     assert summary["episodes"] == 1 and summary["generated_tokens"] >= 1
     out = capsys.readouterr().out
-    assert f"model {SMOLLM2} (HF dir " in out and "max_turns=2" in out
+    assert (
+        f"model {SMOLLM2} (HF dir " in out
+        and "max_turns=2" in out
+        and f"max_response_tokens={NAMED_MODEL_BUDGETS[SMOLLM2].max_response_tokens}" in out
+    )
+    assert f"training defaults for {SMOLLM2}, command line" in out
