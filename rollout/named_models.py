@@ -234,6 +234,10 @@ def resolve_named_model(model: str, cache_dir: Path | None = None) -> Path:
     target = cached_model_dir(name, sha256, cache_dir)
     if _is_current(target):
         return target
+    for other in sorted(target.parent.glob(f"*-{sha256[:12]}")):
+        # The same file under another name (a named model given as gguf:<its file>): one conversion.
+        if _is_current(other) and json.loads((other / RECORD).read_text()).get("sha256") == sha256:
+            return other
     info = read_gguf_info(path, f"model={model}")
     return convert_gguf(path, target, label=model, sha256=sha256, info=info)
 

@@ -192,6 +192,10 @@ def test_gguf_converts_once_into_the_cache_and_matches_the_source(tiny_gguf, mod
     assert resolve_named_model(f"gguf:{tiny_gguf}") == first  # a cache hit: nothing rewritten, nothing said
     assert ((first / RECORD).stat().st_mtime_ns, (first / "model.safetensors").stat().st_mtime_ns) == stamp
     assert "converting" not in capfd.readouterr().err
+    renamed = tiny_gguf.with_name("same-bytes-other-name.gguf")
+    renamed.write_bytes(tiny_gguf.read_bytes())
+    assert resolve_named_model(f"gguf:{renamed}") == first  # keyed by content: no second conversion
+    assert "converting" not in capfd.readouterr().err
 
     ours, source = (
         AutoModelForCausalLM.from_pretrained(first),
