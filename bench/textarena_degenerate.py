@@ -55,7 +55,7 @@ def _shown(messages: Sequence[dict[str, Any]]) -> list[str]:
 
 
 # Draws the random player may try on a copy of the game before it plays a move the game refuses anyway.
-_PLAYER_DRAWS = 40
+_PLAYER_DRAWS = 12
 
 
 def random_player(messages, rng, env) -> str:
@@ -268,9 +268,14 @@ def play(ta_id: str, agent: Agent, seed: int, max_steps: int = 400) -> tuple[flo
     return total, bool(info.get("success"))
 
 
-def win_rate(ta_id: str, agent: Agent, seeds: Sequence[int]) -> float:
+def wins(ta_id: str, agent: Agent, seeds: Sequence[int], max_steps: int = 400) -> int:
+    """On how many of `seeds` `agent` wins `ta_id` within `max_steps` replies."""
+    return sum(play(ta_id, agent, s, max_steps)[1] for s in seeds)
+
+
+def win_rate(ta_id: str, agent: Agent, seeds: Sequence[int], max_steps: int = 400) -> float:
     """The share of `seeds` on which `agent` wins `ta_id`."""
-    return sum(play(ta_id, agent, s)[1] for s in seeds) / len(seeds)
+    return wins(ta_id, agent, seeds, max_steps) / len(seeds)
 
 
 def beats_random(rate: float, random_rate: float, n: int) -> bool:
@@ -284,19 +289,40 @@ def beats_random(rate: float, random_rate: float, n: int) -> bool:
     return rate - random_rate > 2.5 * se
 
 
-def sweep(games: Sequence[str], seeds: Sequence[int], agents: dict[str, Agent] = SWEEP_AGENTS) -> list[dict]:
-    """Win rate of each agent on each game; each row says whether the agent beats the random player."""
+def sweep(
+    games: Sequence[str],
+    seeds: Sequence[int],
+    agents: dict[str, Agent] = SWEEP_AGENTS,
+    confirm: Sequence[int] = (),
+    max_steps: int = 400,
+) -> list[dict]:
+    """Win rate of each agent on each game; each row says whether the agent beats the random player.
+
+    With `confirm`, `seeds` is a screen: a row whose agent wins more often than the random player there is
+    played again on the `confirm` seeds (the random player too) and judged on all of them. Few seeds cannot
+    show a difference beyond noise (on 3 seeds apiece not even 3 wins to 0 does), so the screen only picks
+    the rows worth the extra episodes; a row it passes was not won more often than by random play.
+    """
     rows = []
     for ta_id in games:
-        rates = {name: win_rate(ta_id, agent, seeds) for name, agent in agents.items()}
-        for name, rate in rates.items():
+        won = {name: wins(ta_id, agent, seeds, max_steps) for name, agent in agents.items()}
+        suspects = [name for name in agents if name != "random" and won[name] > won["random"]]
+        episodes = dict.fromkeys(agents, len(seeds))
+        if confirm and suspects:
+            for name in ["random", *suspects]:
+                won[name] += wins(ta_id, agents[name], confirm, max_steps)
+                episodes[name] += len(confirm)
+        random_rate = won["random"] / episodes["random"]
+        for name in agents:
+            rate, n = won[name] / episodes[name], min(episodes[name], episodes["random"])
             rows.append(
                 {
                     "game": ta_id,
                     "agent": name,
+                    "episodes": episodes[name],
                     "win_rate": rate,
-                    "random": rates["random"],
-                    "beats_random": name != "random" and beats_random(rate, rates["random"], len(seeds)),
+                    "random": random_rate,
+                    "beats_random": name != "random" and beats_random(rate, random_rate, n),
                     "expected": EXPECTED.get((ta_id, name)),
                 }
             )
@@ -327,6 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="share of each attack's episodes to play")
     parser.add_argument("--seeds", type=int, default=6, help="episodes per game and agent in the sweep")
     parser.add_argument("--games", nargs="*", help="TextArena ids (default: every adapted game)")
+    parser.add_argument(
+        "--max-steps", type=int, default=400, help="replies per episode before it counts as lost"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.attacks:
@@ -336,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{r['attack']:<11} {r['game']:<30} {r['episodes']:>8} {plain:>10} {r['attack_wins']:>11}")
     else:
         games = args.games or [g.ta_id for g in adapted_games()]
-        rows = sweep(games, range(args.seeds))
+        rows = sweep(games, range(args.seeds), max_steps=args.max_steps)
         print(f"{'game':<34} {'agent':<9} {'win rate':>8} {'random':>7}  beats random?")
         for r in rows:
             flag = (

@@ -69,9 +69,19 @@ def test_steering_replies_win_no_more_than_plain_play_and_never_reach_the_oppone
 
 @pytest.mark.slow
 def test_no_degenerate_agent_wins_more_than_a_random_player_on_any_game():
-    """The sweep over every adapted game: first, same, bracket junk and steering against the random player."""
-    rows = bench.sweep([g.ta_id for g in adapted_games()], range(3))
-    failing = [(r["game"], r["agent"], r["win_rate"], r["random"]) for r in rows if r["beats_random"]]
+    """The sweep over every adapted game: first, same, bracket junk and steering against the fair random player.
+
+    Two screening seeds for every row (episodes cut at 100 replies); a row won more often than by the random
+    player there is replayed on 6 more seeds and must not beat it beyond noise, unless `bench.EXPECTED`
+    gives the game's reason."""
+    rows = bench.sweep([g.ta_id for g in adapted_games()], range(2), confirm=range(2, 8), max_steps=100)
+    replayed = [r for r in rows if r["episodes"] > 2]
+    print(f"\n{len(rows)} rows, {len(replayed)} replayed on 8 seeds")
+    failing = [
+        (r["game"], r["agent"], r["win_rate"], r["random"])
+        for r in rows
+        if r["beats_random"] and not r["expected"]
+    ]
     assert not failing, failing
 
 
