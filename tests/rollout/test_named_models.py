@@ -355,3 +355,26 @@ def test_eval_runs_the_real_model_by_name(capsys):
         and f"max_response_tokens={NAMED_MODEL_BUDGETS[SMOLLM2].max_response_tokens}" in out
     )
     assert f"training defaults for {SMOLLM2}, command line" in out
+
+
+def test_hf_engine_takes_a_name_so_llm_users_and_opponents_do(tiny_gguf, cache):
+    import asyncio
+
+    from rollout.engine_opponent import EngineOpponent
+    from rollout.hf_engine import HFEngine
+
+    engine = HFEngine(f"gguf:{tiny_gguf}")
+    assert Path(engine.name).parent == cache and 2 in engine.eos_token_ids
+    opponent = EngineOpponent(engine, engine.tokenizer, max_new_tokens=4, seed=0)
+    move = asyncio.run(opponent.amove([{"role": "user", "content": "Your move."}]))
+    assert isinstance(move, str)
+
+
+def test_serve_refuses_a_bad_model_in_one_line(capsys):
+    from rollout import serve
+
+    with pytest.raises(SystemExit) as exc:
+        serve.main(["--model-path", "gguf:/nonexistent/m.gguf"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such file" in err[0]
