@@ -26,9 +26,9 @@ train: install
 	$(BIN)/python -m trainer.run env=guess-number
 
 # GRPO on a real pretrained model (SmolLM2-135M-Instruct) from its zero-shot play; defaults in
-# trainer/config/model/smollm2-135m-instruct.yaml.
+# trainer/config/model/smollm2-135m-instruct.yaml. Its own folder: outputs/guess-number is make train's run.
 train-real: install
-	$(BIN)/python -m trainer.run env=guess-number model=smollm2-135m-instruct
+	$(BIN)/python -m trainer.run env=guess-number model=smollm2-135m-instruct turngym.output_dir=outputs/guess-number-smollm2
 
 experts: install
 	$(BIN)/python -m envs experts
