@@ -7,7 +7,6 @@ The working directory is on the import path.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
@@ -17,6 +16,7 @@ from collections.abc import Callable
 
 import envs
 from envs.text_env import render_transcript
+from tools.cli_errors import ArgumentParser, UsageError, did_you_mean, run_cli
 
 # Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
 # hyperlinks, and two-byte ESC codes), then every other control character but newline and tab, C1 controls
@@ -41,11 +41,17 @@ def _show(text: str, **kwargs) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the envs command line."""
-    parser = argparse.ArgumentParser(
+    """Entry point of the envs command line; a mistake is one line on stderr and exit code 2."""
+    return run_cli("envs", _main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    import argparse
+
+    parser = ArgumentParser(
         prog="python -m envs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    imports = argparse.ArgumentParser(add_help=False)
+    imports = ArgumentParser(add_help=False)
     imports.add_argument(
         "--import",
         dest="imports",
@@ -90,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             importlib.import_module(module)
         except ImportError as e:
-            _show(f"error: --import {module}: {e}", file=sys.stderr)
-            return 2
+            raise UsageError(terminal_safe(f"--import {module}: {e}")) from None
     if args.command == "list":
         return _list_categories() if args.categories else _list(args.category)
     if args.command == "serve":
@@ -101,14 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "experts":
         from envs.expert_evaluation import evaluate_experts, format_table
 
+        if args.episodes < 1:
+            raise UsageError(f"--episodes {args.episodes}: evaluate at least 1 seed per env")
+        if args.category is not None and not envs.list_envs(args.category):
+            raise UsageError(_unknown_category(args.category))
         print(format_table(evaluate_experts(args.category, args.episodes)))
         return 0
     try:
         kwargs = dict(_parse_option(o) for o in args.option)
         env = envs.make(args.id, **kwargs)
     except (envs.UnknownEnvError, ValueError, TypeError) as e:
-        _show(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(terminal_safe(f"play {args.id}: {e}")) from None
     ask = (lambda: _expert_move(env)) if args.expert else _ask_human
     return play_episode(env, args.seed, ask)
 
@@ -116,15 +124,19 @@ def main(argv: list[str] | None = None) -> int:
 def _list(category: str | None) -> int:
     specs = envs.list_envs(category)
     if not specs and category is not None:
-        known = ", ".join(sorted({s.category for s in envs.list_envs()}))
-        _show(f"error: no env in category {category!r}; categories: {known}", file=sys.stderr)
-        return 2
+        raise UsageError(_unknown_category(category))
     width = max((len(s.id) for s in specs), default=2)
     cat_width = max((len(s.category) for s in specs), default=8)
     print(f"{'id':<{width}}  {'category':<{cat_width}}  description")
     for s in specs:
         print(f"{s.id:<{width}}  {s.category:<{cat_width}}  {s.description}")
     return 0
+
+
+def _unknown_category(category: str) -> str:
+    known = sorted({s.category for s in envs.list_envs()})
+    hint = did_you_mean(category, known) or f"categories: {', '.join(known)}"
+    return terminal_safe(f"no env in category {category!r}; {hint}")
 
 
 def _list_categories() -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import difflib
 import importlib
 import json
 import sys
@@ -32,6 +31,7 @@ from typing import Any
 
 from rollout.episode_budgets import NAMED_MODEL_BUDGETS, TRAINING_KEYS, default_budgets
 from rollout.named_models import EMBEDDED, is_embedded, is_model_name
+from tools.cli_errors import UsageError, check_output_file, did_you_mean, make_parent, run_cli
 
 USAGE = __doc__
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
@@ -49,17 +49,6 @@ FLOAT_KEYS = ("temperature", "top_p")
 KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS
 
 
-class UsageError(SystemExit):
-    """A bad command line: the message says what is wrong; the process exits with code 2."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
-
-
 def _value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -68,11 +57,8 @@ def _value(text: str) -> Any:
 
 
 def _unknown_key(key: str) -> str:
-    close = difflib.get_close_matches(key, KEYS, n=2, cutoff=0.6)
-    hint = (
-        f"; did you mean {' or '.join(close)}?" if close else f"; valid keys: {', '.join(KEYS)}, env.<kwarg>"
-    )
-    return f"unknown key {key!r}{hint}"
+    hint = did_you_mean(key, KEYS, n=2) or f"valid keys: {', '.join(KEYS)}, env.<kwarg>"
+    return f"unknown key {key!r}; {hint}"
 
 
 def _typed(key: str, raw: str) -> Any:
@@ -102,7 +88,8 @@ def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], str | N
     it = iter(argv)
     for arg in it:
         if arg in ("-h", "--help"):
-            raise SystemExit(USAGE)
+            print(USAGE)
+            raise SystemExit(0)
         if arg in ("--save", "--import"):
             value = next(it, None)
             if value is None:
@@ -254,7 +241,7 @@ def format_summary(summary: dict[str, float], wall: float) -> str:
 
 def save_trajectories(trajectories: list, path: str, model: str | None, tokenizer: str) -> None:
     """JSONL with the model and tokenizer on every line, so `rollout.view` decodes with the right one."""
-    with open(path, "w", encoding="utf-8") as f:
+    with open(make_parent(path), "w", encoding="utf-8") as f:
         for t in trajectories:
             record = t.to_dict()
             record["model"] = model
@@ -270,6 +257,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     from rollout.episode import EpisodeConfig
 
     opts, env_kwargs, save = parse_args(sys.argv[1:] if argv is None else argv)
+    if save:
+        check_output_file(save, "--save")  # before any episode: a bad path must not lose the evaluation
     import_modules(opts.get("import", []))
     model_label = opts.get("model") or EMBEDDED
     embedded = is_embedded(opts.get("model")) and opts.get("engine", "hf") == "hf"
@@ -353,13 +342,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """Command-line entry: usage errors print one line and exit with code 2."""
-    try:
-        main(argv)
-    except UsageError as exc:
-        print(f"rollout.eval: {exc.message}", file=sys.stderr)
-        return 2
-    return 0
+    """Command-line entry: usage errors print one line and exit with code 2, Ctrl-C exits 130."""
+    return run_cli("rollout.eval", main, argv, interrupted="interrupted; nothing was saved")
 
 
 if __name__ == "__main__":

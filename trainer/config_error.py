@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from tools.cli_errors import UsageError
 
-class ConfigError(ValueError):
-    """A bad override, unknown group choice or unknown env id; the message names the valid choices."""
+
+class ConfigError(UsageError, ValueError):
+    """A bad override, unknown group choice or unknown env id; the message names the valid choices.
+
+    A ``UsageError`` (trainer.run reports it in one line, exit code 2) and, for its older callers, a
+    ``ValueError``.
+    """

@@ -43,6 +43,7 @@ import envs
 from envs.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote.wire import decode_action, error_body, to_json
+from tools.cli_errors import ArgumentParser, UsageError, check_port_free, run_cli
 from tools.request_error import RequestError
 
 _MB = 1024 * 1024
@@ -589,7 +590,7 @@ def _close_quietly(env: Any) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Run the server until interrupted; bad settings are one line on stderr and exit status 2.
+    """Run the server until interrupted; bad settings raise `UsageError` (one line, exit status 2).
 
     Args:
         args: the `serve` subcommand's options (`envs.remote.add_serve_arguments`).
@@ -598,7 +599,6 @@ def serve(args: argparse.Namespace) -> int:
         The exit status.
     """
     import os
-    import sys
 
     import uvicorn
 
@@ -614,8 +614,8 @@ def serve(args: argparse.Namespace) -> int:
             raise OperatorConfigError(f"--max-body-mb must be > 0, got {args.max_body_mb}")
         operator = operator_kwargs(args.env_config, args.env_kwargs)
     except OperatorConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
+    check_port_free(args.host, args.port)  # one line now, rather than uvicorn's log once the app is built
     app = create_app(
         max_sessions=args.max_sessions,
         max_concurrency=args.max_concurrency,
@@ -639,11 +639,11 @@ def serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m envs.remote.server` (the same as `python -m envs serve`)."""
-    parser = argparse.ArgumentParser(prog="python -m envs serve", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m envs serve", description=__doc__.splitlines()[0])
     from envs.remote import add_serve_arguments
 
     add_serve_arguments(parser)
-    return serve(parser.parse_args(argv))
+    return run_cli("envs serve", lambda args: serve(parser.parse_args(args)), argv)
 
 
 if __name__ == "__main__":

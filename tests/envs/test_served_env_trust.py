@@ -189,7 +189,7 @@ def _serve_fails(*flags: str, env: dict | None = None) -> str:
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert len(lines) == 1 and lines[0].startswith("envs: "), done.stderr
     return lines[0]
 
 

@@ -59,13 +59,13 @@ def test_eval_sglang_engine_against_server(served_url, capsys):
 
 
 def test_eval_usage_errors():
-    with pytest.raises(SystemExit, match="env=<id> is required"):
+    with pytest.raises(rollout_eval.UsageError, match="env=<id> is required"):
         rollout_eval.parse_args(["n=3"])
-    with pytest.raises(SystemExit, match="did you mean temperature"):
+    with pytest.raises(rollout_eval.UsageError, match="did you mean temperature"):
         rollout_eval.parse_args(["env=x", "temprature=0.5"])
-    with pytest.raises(SystemExit, match="not an integer"):
+    with pytest.raises(rollout_eval.UsageError, match="not an integer"):
         rollout_eval.parse_args(["env=x", "n=many"])
-    with pytest.raises(SystemExit, match="out of range"):
+    with pytest.raises(rollout_eval.UsageError, match="out of range"):
         rollout_eval.parse_args(["env=x", "top_p=0"])
     opts, env_kwargs, save = rollout_eval.parse_args(
         ["env=x", "n=3", "env.difficulty=easy", "--save=a.jsonl"]
