@@ -224,3 +224,25 @@ def test_mixed_lengths_prefill_in_groups_and_match_generate_greedy(model_path, t
             )
         ref = ref[0, len(p) :].tolist()
         assert tokens == ref[: len(tokens)] and (len(tokens) == n or tokens[-1] in grouped.eos_token_ids)
+
+
+def test_bench_runs_and_fp32_engines_match_generate(model_path):
+    """bench/hf_engine.py on the embedded model: every engine row, the ratios, and greedy tokens equal."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, str(root / "bench" / "hf_engine.py"), "--model", str(model_path)]
+    cmd += ["--equal", "2x16x4", "--mix", "3", "--no-bf16"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+    assert "torch threads 1" in out and "float32 matmul GFLOP/s" in out
+    rows = re.findall(
+        r"(HFEngine(?: one prefill)?) .*?([\d.]+)x generate; same greedy tokens in (\d+)/(\d+)", out
+    )
+    assert len(rows) == 4, out  # two engines x two cases
+    assert all(same == total for _, _, same, total in rows), out
+    assert out.count("% of the float32 matmul bound") == 6
