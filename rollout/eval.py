@@ -217,13 +217,23 @@ def build_engine(opts: dict[str, Any]):
     )
 
 
+def model_name_hint(model: str) -> str:
+    """``"; did you mean <name>?"`` when a model that is no path looks like a misspelt model name."""
+    from rollout.named_models import NAMED_MODELS
+
+    if Path(model).expanduser().exists():
+        return ""
+    near = did_you_mean(model, [*NAMED_MODELS, EMBEDDED])
+    return f"; {near}" if near else ""
+
+
 def _resolved(model: str) -> Path:
     from rollout.checkpoint_export import CheckpointError, resolve_model
 
     try:
         return resolve_model(model)
     except CheckpointError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(f"{exc}{model_name_hint(model)}") from None
 
 
 def format_summary(summary: dict[str, float], wall: float) -> str:
@@ -270,7 +280,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         try:
             opts["model"] = str(resolve_model(opts["model"]))
         except CheckpointError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(f"{exc}{model_name_hint(opts['model'])}") from None
     else:
         settings = {}
         plan = eval_plan(opts, env_kwargs, settings)

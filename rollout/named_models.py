@@ -362,17 +362,25 @@ def _pid_alive(pid: int) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m rollout.named_models [model]``: convert (if needed) and print the directory."""
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
+    from tools.cli_errors import UsageError, run_cli
+
+    def convert(args: list[str] | None) -> int:
+        args = sys.argv[1:] if args is None else args
         names = ", ".join(f"{k} ({v.description})" for k, v in NAMED_MODELS.items())
-        print(f"usage: python -m rollout.named_models <name|gguf:file>\nnamed models: {names}")
-        return 0 if argv else 2
-    try:
-        print(resolve_named_model(argv[0]))
-    except ModelSourceError as exc:
-        print(f"rollout.named_models: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        if args and args[0] in ("-h", "--help"):
+            print(f"usage: python -m rollout.named_models <name|gguf:file>\nnamed models: {names}")
+            return 0
+        if len(args) != 1:
+            raise UsageError(f"give one model: a name ({', '.join(NAMED_MODELS)}) or gguf:<file>")
+        try:
+            print(resolve_named_model(args[0]))
+        except ModelSourceError as exc:
+            raise UsageError(str(exc)) from None
+        return 0
+
+    return run_cli(
+        "rollout.named_models", convert, argv, interrupted="interrupted; the next run converts afresh"
+    )
 
 
 if __name__ == "__main__":

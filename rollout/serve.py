@@ -11,11 +11,11 @@ and a training run or checkpoint folder (exported like `rollout.eval` does).
 """
 
 # No `from __future__ import annotations` here: FastAPI must see the real `Request` class in handlers.
-import argparse
 import uuid
 from typing import Any
 
 from rollout.sglang_engine import SGLANG_SAMPLING_KEYS
+from tools.cli_errors import ArgumentParser, UsageError, check_port_free, run_cli
 
 _REASON_TO_SGLANG = {"completed": "stop", "length": "length", "aborted": "abort"}
 
@@ -133,9 +133,16 @@ def create_app(engine):
     return app
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Serve a model (default: the embedded tiny model) on HTTP with SGLang's native API."""
-    parser = argparse.ArgumentParser(prog="python -m rollout.serve", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    """Serve a model (default: the embedded tiny model) on HTTP with SGLang's native API.
+
+    A mistake (a bad model, a port in use) is one line on stderr and exit code 2, before the model loads.
+    """
+    return run_cli("rollout.serve", _main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = ArgumentParser(prog="python -m rollout.serve", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--model-path",
         default=None,
@@ -146,6 +153,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.max_batch_size < 1:
+        raise UsageError(f"--max-batch-size {args.max_batch_size}: at least 1")
+    check_port_free(args.host, args.port)
     from rollout.checkpoint_export import CheckpointError, resolve_model
 
     model = args.model_path
@@ -153,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             model = str(resolve_model(model))
         except CheckpointError as exc:
-            parser.exit(2, f"rollout.serve: {exc}\n")
+            raise UsageError(str(exc)) from None
 
     import uvicorn
 
@@ -161,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
 
     engine = HFEngine(model, max_batch_size=args.max_batch_size, seed=args.seed)
     uvicorn.run(create_app(engine), host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -9,7 +9,6 @@ it on every line), else ``--tokenizer``, else the embedded tiny model's.
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import math
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.trajectory import Trajectory, load_jsonl
+from tools.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}
@@ -130,9 +130,13 @@ def render_html(
     return "".join(out)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Read a trajectories JSONL and write the HTML page."""
-    parser = argparse.ArgumentParser(prog="python -m rollout.view", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    """Read a trajectories JSONL and write the HTML page; a mistake is one line on stderr, exit code 2."""
+    return run_cli("rollout.view", _main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = ArgumentParser(prog="python -m rollout.view", description=__doc__.split("\n")[0])
     parser.add_argument("path", help="trajectories JSONL (from rollout.eval --save)")
     parser.add_argument("-o", "--output", default=None, help="HTML file (default: <path>.html)")
     parser.add_argument(
@@ -142,23 +146,33 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--limit", type=int, default=200, help="at most this many episodes")
     args = parser.parse_args(argv)
+    if not Path(args.path).is_file():
+        raise UsageError(f"{args.path} is not a file; give a JSONL written by rollout.eval --save")
+    if args.limit < 1:
+        raise UsageError(f"--limit {args.limit}: show at least 1 episode")
+    out = args.output or args.path.rsplit(".", 1)[0] + ".html"
+    check_output_file(out, "-o")
+    try:
+        trajs = load_jsonl(args.path)[: args.limit]
+        tok_path = args.tokenizer or recorded_tokenizer(args.path)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"{args.path} is not a trajectories JSONL from rollout.eval --save ({type(exc).__name__}: {exc})"
+        ) from None
+    if tok_path is not None and not Path(tok_path).is_dir():
+        where = "" if args.tokenizer else f" (recorded in {args.path})"
+        raise UsageError(f"tokenizer {tok_path}{where} is not a directory; pass --tokenizer DIR")
     from transformers import AutoTokenizer
 
-    tok_path = args.tokenizer or recorded_tokenizer(args.path)
-    if tok_path is not None and not Path(tok_path).is_dir():
-        raise SystemExit(
-            f"tokenizer {tok_path} (recorded in {args.path}) is not a directory; pass --tokenizer DIR"
-        )
     if tok_path is None:
         from rollout.embedded_model import build_embedded_model
 
         tok_path = build_embedded_model()
-    trajs = load_jsonl(args.path)[: args.limit]
-    out = args.output or args.path.rsplit(".", 1)[0] + ".html"
-    with open(out, "w", encoding="utf-8") as f:
+    with open(make_parent(out), "w", encoding="utf-8") as f:
         f.write(render_html(trajs, AutoTokenizer.from_pretrained(tok_path), title=args.path))
     print(f"wrote {len(trajs)} episodes to {out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -32,6 +32,7 @@ from typing import Any
 
 import pydantic
 
+from tools.cli_errors import ArgumentParser, UsageError, check_port_free, run_cli
 from tools.request_error import RequestError
 from tools.sandbox.local import LocalSandbox
 from tools.sandbox.result import SandboxResult
@@ -451,10 +452,15 @@ def memory_problem(args: argparse.Namespace, host_mb: int | None = None) -> str:
     return ""
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command line entry point."""
-    parser = argparse.ArgumentParser(
-        description="SandboxFusion-compatible /run_code server backed by LocalSandbox"
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point; a mistake (bad limits, a port in use) is one line on stderr, exit code 2."""
+    return run_cli("tools.sandbox.serve", _main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = ArgumentParser(
+        prog="python -m tools.sandbox.serve",
+        description="SandboxFusion-compatible /run_code server backed by LocalSandbox",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
@@ -483,8 +489,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     problem = memory_problem(args)
     if problem:
-        print(f"tools.sandbox.serve: {problem}", file=sys.stderr)
-        sys.exit(2)
+        raise UsageError(problem)
+    check_port_free(args.host, args.port)  # before the sandbox and its spares start
     import uvicorn
 
     sandbox = LocalSandbox(
@@ -511,7 +517,8 @@ def main(argv: list[str] | None = None) -> None:
         access_log=False,
         timeout_graceful_shutdown=5,
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
