@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from rollout.named_models import ModelSourceError, is_model_name, resolve_named_model
@@ -112,10 +113,15 @@ def export_actor(actor: Path, target: Path | None = None) -> Path:
         env.update(VERL_USE_EXTERNAL_MODULES="trainer.cpu", VERL_PLATFORM="cpu")
     cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp"]
     cmd += ["--local_dir", str(actor), "--target_dir", str(target)]
+    # A merge takes a minute or more for a real model: say so, then how long it took (on stderr,
+    # beside the progress bars, so stdout keeps only results).
+    print(f"exporting {actor} to {target} with verl's model merger (once per checkpoint)", file=sys.stderr)
+    started = time.monotonic()
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if result.returncode != 0 or not is_hf_model_dir(target):
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise CheckpointError(f"exporting {actor} with verl's model merger failed: {last}")
+    print(f"export done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     (target / COMPLETE).write_text(json.dumps(stamp) + "\n")
     return target
 

@@ -141,6 +141,21 @@ RAY_DEDUP_SUFFIX = re.compile(r" \[repeated \d+x across cluster\]")
 CONSOLE_TAGS = ("[turngym]", "[warm start]")
 
 
+def validation_start_line(step: int, episodes: int | None) -> str:
+    """The line printed when a validation pass starts: it can take minutes with a real model."""
+    count = f"{episodes} episodes" if episodes is not None else "the validation episodes"
+    return f"[turngym] validation at step {step}: playing {count}"
+
+
+def validation_done_line(step: int, episodes: int | None, seconds: float, metrics: dict[str, Any]) -> str:
+    """The line printed when a validation pass ends: episodes, time and the ``val-core/`` metrics."""
+    shown = ", ".join(f"{k}={float(v):.3f}" for k, v in metrics.items() if k.startswith("val-core/"))
+    count = f"{episodes} episodes in " if episodes is not None else ""
+    return f"[turngym] validation at step {step} done: {count}{seconds:.0f} s" + (
+        f"; {shown}" if shown else ""
+    )
+
+
 def strip_ansi(text: str) -> str:
     """``text`` without terminal escape sequences."""
     return ANSI_ESCAPE.sub("", text)

@@ -17,6 +17,7 @@ or reshaped any of them.
 from __future__ import annotations
 
 import inspect
+import time
 
 import numpy as np
 import ray
@@ -34,6 +35,8 @@ from trainer.progress import (
     episode_successes,
     episode_turns,
     progress_line,
+    validation_done_line,
+    validation_start_line,
 )
 from trainer.sample_objects import sample_objects
 from trainer.turn_credit import TurnAnchorsTrainerMixin  # also registers turngym's estimators in verl
@@ -68,14 +71,18 @@ class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainer
         super().fit(agent_loop_manager)
 
     def _validate(self) -> dict[str, float]:
+        # A validation pass with a real model takes minutes: say when it starts and how long it took.
+        dataset = getattr(self, "val_dataset", None)
+        episodes = len(dataset) if dataset is not None else None
+        print(validation_start_line(self.global_steps, episodes), flush=True)
+        started = time.monotonic()
         metrics = super()._validate()
         if metrics:
             self.metrics_log.append(self.global_steps, metrics, kind="val")
-            val = {k: v for k, v in metrics.items() if k.startswith("val-core/")}
-            print(
-                f"[turngym] validation at step {self.global_steps}: "
-                + ", ".join(f"{k}={float(v):.3f}" for k, v in val.items())
-            )
+        print(
+            validation_done_line(self.global_steps, episodes, time.monotonic() - started, metrics or {}),
+            flush=True,
+        )
         return metrics
 
     def _episode_metrics(self, batch) -> dict[str, float]:
