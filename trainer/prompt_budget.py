@@ -29,8 +29,9 @@ def longest_prompts(
     """For each env id in `rows`: (token count, seed) of its longest opening prompt, tools included."""
     import envs
     from rollout.chat_format import ChatFormat
+    from rollout.tool_prompt import place_tools, template_renders_tools
 
-    formats: dict[tuple[str, str], ChatFormat] = {}
+    formats: dict[tuple[str, str], tuple[ChatFormat, list[dict]]] = {}
     longest: dict[str, tuple[int, int]] = {}
     for row in rows:
         extra = row["extra_info"]
@@ -40,11 +41,17 @@ def longest_prompts(
             # Tool schemas depend on the env and its kwargs, not on the seed: one env per kind.
             env = envs.make(env_id, **json.loads(env_kwargs))
             try:
-                formats[key] = ChatFormat(tokenizer, env.unwrapped.tool_schemas, chat_template_kwargs)
+                tools = list(env.unwrapped.tool_schemas or [])
             finally:
                 env.close()
+            # As the rollout does: a template that renders no tools gets them in the system message.
+            listed = tools if tools and not template_renders_tools(tokenizer, chat_template_kwargs) else []
+            formats[key] = (ChatFormat(tokenizer, None if listed else tools, chat_template_kwargs), listed)
+        fmt, listed = formats[key]
         messages = [{"role": m["role"], "content": m["content"]} for m in row["prompt"]]
-        n_tokens = len(formats[key].prompt_ids(messages))
+        if listed:
+            messages, _ = place_tools(tokenizer, messages, listed, chat_template_kwargs)
+        n_tokens = len(fmt.prompt_ids(messages))
         if n_tokens > longest.get(env_id, (-1, 0))[0]:
             longest[env_id] = (n_tokens, int(extra["seed"]))
     return longest

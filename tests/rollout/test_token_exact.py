@@ -396,3 +396,19 @@ def test_guess_number_env_token_exact_on_smollm2(smollm2_tokenizer):
     assert traj.termination == "terminated" and traj.success is not False
     assert traj.metrics["tool_calls"] == traj.num_turns and traj.metrics["format_errors"] == 0
     assert "<tools>" in traj.messages[0]["content"] and '"name": "guess"' in traj.messages[0]["content"]
+
+
+def test_trainer_prompt_budget_counts_the_listed_tools_on_smollm2(smollm2_tokenizer):
+    """The trainer's prompt-length check counts the prompt the rollout sends, tools block included."""
+    import envs
+    from trainer.prompt_budget import longest_prompts
+
+    tok = smollm2_tokenizer
+    env = envs.make("guess-number-v0")
+    messages, _ = env.reset(seed=5)
+    row = {"extra_info": {"env_id": "guess-number-v0", "env_kwargs": "{}", "seed": 5}, "prompt": messages}
+    engine = ScriptedEngine(tok, lambda turn, rng: "7")
+    config = EpisodeConfig(max_turns=1, max_new_tokens=None)
+    traj = asyncio.run(run_episode(envs.make("guess-number-v0"), engine, tok, seed=5, config=config))
+    assert "<tools>" in tok.decode(traj.prompt_ids)
+    assert longest_prompts([row], tok)["guess-number-v0"] == (len(traj.prompt_ids), 5)
