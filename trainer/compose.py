@@ -162,8 +162,12 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError("env.id is not set; use env=<group> or env.id=<registered id>")
     for entry in entries:
         if entry["id"] not in known:
+            from tools.cli_errors import did_you_mean
+
+            hint = did_you_mean(entry["id"], known) or f"`python -m envs list` shows all {len(known)}"
             raise ConfigError(
-                f"env {entry['id']!r} (group {cfg.env.name!r}) is not registered; registered envs: {', '.join(sorted(known))}"
+                f"env {entry['id']!r} (group {cfg.env.name!r}) is not registered; {hint} (envs of your own: "
+                "turngym.import_modules=[my_pkg.my_envs])"
             )
         if entry["weight"] <= 0:
             raise ConfigError(f"env {entry['id']!r} has weight {entry['weight']}; weights must be > 0")

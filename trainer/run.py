@@ -29,6 +29,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from tools.cli_errors import UsageError, run_cli
 from trainer.compose import ConfigError, compose_config, env_entries
 from trainer.progress import ConsoleFilter
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
@@ -156,7 +157,7 @@ def stage_run(cfg: DictConfig) -> StagedData:
             None if budget == AUTO else int(budget),
             dict(cfg.data.get("apply_chat_template_kwargs") or {}),
         )
-    except ConfigError:
+    except BaseException:  # a bad budget, Ctrl-C: no scratch folder is left in the temp dir
         discard(staged)
         raise
     if budget == AUTO:
@@ -341,8 +342,24 @@ def summarize(cfg: DictConfig) -> None:
     print(f"[turngym] checkpoints: {cfg.trainer.default_local_dir}")
 
 
+INTERRUPTED = (
+    "interrupted; run the same command again to resume from the last checkpoint "
+    "(verl's and Ray's output: <turngym.output_dir>/train.log)"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
+    """Entry point; returns the process exit code.
+
+    A mistake is one line on stderr and exit code 2, before anything is written or Ray starts; Ctrl-C
+    is one line saying that the same command resumes, exit code 130.
+    """
+    return run_cli("trainer.run", _main, argv, interrupted=INTERRUPTED)
+
+
+def _main(argv: list[str] | None) -> int:
+    from trainer.run_data import discard
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
@@ -351,38 +368,39 @@ def main(argv: list[str] | None = None) -> int:
 
     problem = verl_version_problem()  # first: before any config is composed, anything written, Ray started
     if problem is not None:
-        print(f"trainer.run: {problem}", file=sys.stderr)
-        return 2
+        raise UsageError(problem)
     for name in OPTIONAL_VERL_ENGINES:
         # compose_config's checks import verl's engines here, before the console filter can start.
         warnings.filterwarnings("ignore", message=f"{name} engine is not available", category=UserWarning)
+    staged: StagedData | None = None
     try:
         cfg = compose_config(argv)
         apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
         model_label = resolve_model_option(cfg)  # a name or GGUF: converted once, before Ray starts
-        check_run(cfg)  # before anything is written: model path, the run folder's settings
+        check_run(cfg)  # before anything is written: output folders, model path, the run folder's settings
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
         print(model_settings_line(cfg, model_label), flush=True)
-    except ConfigError as exc:
-        print(f"trainer.run: {exc}", file=sys.stderr)
-        return 2
-    log_file = train_log_path(cfg)
-    error: ConfigError | None = None
-    try:
-        with ConsoleFilter(log_file, verbose=bool(cfg.turngym.get("verbose", False))):
-            print(f"[turngym] verl's and Ray's output: {log_file} (turngym.verbose=true shows it here)")
-            try:
-                cfg = prepare(cfg, staged)
-            except ConfigError as exc:
-                error = exc
-            else:
-                train(cfg)
-    except BaseException:
-        print(f"[turngym] training stopped; verl's and Ray's output: {log_file}", file=sys.stderr)
-        raise
-    if error is not None:  # printed once the console is restored, so it is never filtered away
-        print(f"trainer.run: {error}", file=sys.stderr)
-        return 2
+        log_file = train_log_path(cfg)
+        error: UsageError | None = None
+        try:
+            with ConsoleFilter(log_file, verbose=bool(cfg.turngym.get("verbose", False))):
+                print(f"[turngym] verl's and Ray's output: {log_file} (turngym.verbose=true shows it here)")
+                try:
+                    cfg = prepare(cfg, staged)
+                except UsageError as exc:
+                    error = exc
+                else:
+                    train(cfg)
+        except KeyboardInterrupt:
+            raise  # run_cli prints one line: the same command resumes
+        except BaseException:
+            print(f"[turngym] training stopped; verl's and Ray's output: {log_file}", file=sys.stderr)
+            raise
+    finally:
+        if staged is not None:  # the scratch folder never outlives the command, however it ends
+            discard(staged)
+    if error is not None:  # raised once the console is restored, so it is never filtered away
+        raise error
     return 0
 
 

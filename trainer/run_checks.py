@@ -20,6 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from tools.cli_errors import UsageError, check_output_file
 from trainer.compose import ConfigError, env_entries
 
 RUN_RECORD = "run.json"
@@ -233,6 +234,25 @@ def check_run(cfg: DictConfig) -> None:
 
     The run record is written by trainer.run once the datasets have passed their checks too.
     """
+    check_output_dirs(cfg)
     if cfg.turngym.model:
         check_model_dir(str(cfg.turngym.model))
     check_run_folder(cfg)
+
+
+def check_output_dirs(cfg: DictConfig) -> None:
+    """The folders the run writes (``turngym.output_dir``, ``trainer.default_local_dir``) are folders,
+    or can be made; ConfigError in one line before anything is written."""
+    for key in ("turngym.output_dir", "trainer.default_local_dir"):
+        value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+        if value is None:
+            continue
+        folder = Path(str(value)).expanduser()
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(
+                f"{key}={value} is a file; give a folder for the run (it is created if missing)"
+            )
+        try:
+            check_output_file(folder / "run.json", key)
+        except UsageError as exc:
+            raise ConfigError(str(exc)) from None

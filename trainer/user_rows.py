@@ -16,7 +16,6 @@ them) is one line naming the key, the file and the row, raised before anything i
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -25,6 +24,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from tools.cli_errors import did_you_mean
 from trainer.compose import ConfigError
 
 # The values trainer/config/turngym.yaml gives the keys: anything else names the user's own rows.
@@ -116,8 +116,8 @@ def read_episodes(path: Path, key: str) -> list[Episode]:
         if not isinstance(env_id, str) or not env_id:
             raise ConfigError(f"{where}: env_id {env_id!r} is not an env id; {LAYOUT_HINT}")
         if env_id not in known:
-            close = difflib.get_close_matches(env_id, sorted(known), n=3, cutoff=0.5)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            near = did_you_mean(env_id, known, cutoff=0.5)
+            hint = f" ({near})" if near else ""
             raise ConfigError(
                 f"{where}: env {env_id!r} is not registered{hint}; `python -m envs list` shows them, and a "
                 "module registering your own goes in turngym.import_modules=[my_pkg.my_envs]"
