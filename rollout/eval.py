@@ -193,6 +193,24 @@ def eval_plan(opts: dict[str, Any], env_kwargs: dict[str, Any], settings: dict[s
     return plan
 
 
+def announce_tool_placement(tokenizer: Any, plan: list[dict]) -> None:
+    """Before any progress bar: the one-line warning (rollout/tool_prompt.py) when the chat template
+    renders no tools and an env of the plan has some, so it is not run into a bar's line later."""
+    import envs
+    from rollout.tool_prompt import place_tools
+
+    for entry in plan:
+        env = envs.make(entry["id"], **entry["kwargs"])
+        try:
+            tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
+        finally:
+            env.close()
+        if tools:
+            place_tools(tokenizer, [], tools)  # warns once per template; episodes then stay quiet
+            sys.stderr.flush()
+            return
+
+
 def build_engine(opts: dict[str, Any]):
     """(engine, tokenizer, tokenizer path) for engine=hf|sglang."""
     from transformers import AutoTokenizer
@@ -291,6 +309,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         budgets.update({k: v for k, v in settings.items() if k in TRAINING_KEYS})
     budgets.update({k: opts[k] for k in TRAINING_KEYS if k in opts})
     engine, tokenizer, tokenizer_path = build_engine(opts)
+    announce_tool_placement(tokenizer, plan)
     n = int(opts.get("n", 8))
     cfg = EpisodeConfig(
         max_turns=budgets["max_turns"],
