@@ -139,9 +139,9 @@ def steering(messages, rng, env) -> str:
 #: The sweep reports them and does not fail on them; everything else must not beat random play.
 EXPECTED: dict[tuple[str, str], str] = {
     ("PublicGoodsGame-v0", "steer"): (
-        "the game reads the last bracket of a reply as the contribution and the steering text ends in "
-        "`[0]`-like decoys: contributing nothing is the free-rider strategy, dominant in a one-shot public "
-        "goods game against a random contributor"
+        "the game takes the first `[number]` anywhere in a reply as the contribution, so the steering "
+        "text's `[0]` decoy is read whenever the move itself is talk: contributing nothing is the free-rider "
+        "strategy, dominant in a public goods game against a random contributor"
     ),
 }
 

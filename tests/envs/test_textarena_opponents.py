@@ -36,11 +36,11 @@ def test_steering_replies_win_no_more_than_plain_play_and_never_reach_the_oppone
 
     The opponent's move pool is the game's state or text, so the marker never appears in what it is shown,
     and steering wins no more than plain play beyond the noise of the episodes."""
-    seeds = range(3)
+    seeds = range(2)  # pooled over every two-player game: 118 episodes a side
     plain_wins = steer_wins = 0
     rows = []
     for ta_id in TWO_PLAYER:
-        plain = sum(bench.play(ta_id, bench.random_player, s)[1] for s in seeds)
+        plain = sum(bench.play(ta_id, bench.random_player, s, 60)[1] for s in seeds)
         steer = 0
         for s in seeds:
             env = envs.make(f"textarena/{ta_id}", max_turns=10_000)
