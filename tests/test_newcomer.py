@@ -1,0 +1,180 @@
+"""Every mistake a new user makes with the command lines ends in one line, the right exit code, and no change.
+
+Each case runs a CLI's `main` in-process (as `python -m ...` would) from an empty working directory,
+with the temp dir pointed at an empty folder too, and checks: stderr is one line starting with the
+command's name (or, for `--help`, the text is on stdout), the exit code, and that neither folder
+changed. `pytest tests/test_newcomer.py -s` prints the table of every mistake tried.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tools.cli_errors import INTERRUPT_EXIT, UsageError, check_output_file, did_you_mean, run_cli
+
+TABLE: list[tuple[str, str, int]] = []
+
+
+def _mains() -> dict[str, Callable[[list[str]], int]]:
+    import envs.__main__
+    import rollout.eval
+    import rollout.named_models
+    import rollout.serve
+    import rollout.view
+    import tools.sandbox.serve
+    import trainer.run
+
+    return {
+        "envs": envs.__main__.main,
+        "rollout.eval": rollout.eval.cli,
+        "rollout.view": rollout.view.main,
+        "rollout.serve": rollout.serve.main,
+        "tools.sandbox.serve": tools.sandbox.serve.main,
+        "rollout.named_models": rollout.named_models.main,
+        "trainer.run": trainer.run.main,
+    }
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    # torch makes its compile cache folder (torchinductor_<user>) in the temp dir when verl imports it.
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if not p.is_symlink() and not p.relative_to(root).parts[0].startswith("torchinductor_")
+    }
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """An empty working directory and an empty temp dir, with a few files a user would have."""
+    cwd, scratch = tmp_path / "work", tmp_path / "tmp"
+    cwd.mkdir()
+    scratch.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    (cwd / "notes.txt").write_text("a file, not a folder\n")
+    (cwd / "traj.jsonl").write_text("this is not JSON\n")
+    (cwd / "tools.yaml").write_text("tools:\n  - entry: calculater\n")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    yield {"cwd": cwd, "scratch": scratch, "port": str(busy.getsockname()[1])}
+    busy.close()
+
+
+# (command, argv with {port} filled in, exit code, text the one line must hold)
+CASES = [
+    ("envs", ["play", "guess-numbr-v0"], 2, "did you mean"),
+    ("envs", ["play", "guess-number-v0", "-o", "difficulty=impossible"], 2, "difficulty"),
+    ("envs", ["play", "guess-number-v0", "--seed", "one"], 2, "invalid int value"),
+    ("envs", ["play", "calculator-qa-v0", "-o", "tools=tools.yaml"], 2, "entry: calculater"),
+    ("envs", ["serve", "--port", "{port}"], 2, "is in use"),
+    ("envs", ["experts", "--episodes", "0"], 2, "at least 1"),
+    ("envs", ["list", "--category", "text-gmae"], 2, "did you mean text-game"),
+    ("envs", ["list", "--import", "my_envs_typo"], 2, "No module named 'my_envs_typo'"),
+    ("rollout.eval", ["env=guess-number-v0", "--save", "notes.txt/run.jsonl"], 2, "is a file"),
+    ("rollout.eval", ["env=guess-number-v0", "n=0"], 2, "n=0 must be >= 1"),
+    ("rollout.eval", ["env=guess-number-v0", "temperature=-1"], 2, "out of range"),
+    ("rollout.eval", ["env=guess-number-v0", "temprature=0.5"], 2, "did you mean temperature"),
+    ("rollout.eval", ["env=guess-numbr-v0"], 2, "Did you mean 'guess-number-v0'"),
+    ("rollout.eval", ["env=guess-number-v0", "env.difficulty=3"], 2, "difficulty"),
+    ("rollout.eval", ["env=calculator-qa-v0", "env.tools=tools.yaml"], 2, "entry: calculater"),
+    ("rollout.eval", ["env=guess-number-v0", "model=smollm2-135m-instrct"], 2, "did you mean smollm2"),
+    ("rollout.eval", ["env=guess-number-v0", "model=gguf:missing.gguf"], 2, "no such file"),
+    ("rollout.eval", ["env=guess-number-v0", "engine=vllm"], 2, "valid choices"),
+    ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
+    ("rollout.view", ["traj.jsonl"], 2, "not a trajectories JSONL"),
+    ("rollout.view", ["traj.jsonl", "-o", "notes.txt/page.html"], 2, "is a file"),
+    ("rollout.serve", ["--port", "{port}"], 2, "is in use"),
+    ("rollout.serve", ["--model-path", "no/such/model"], 2, "does not exist"),
+    ("tools.sandbox.serve", ["--port", "{port}"], 2, "is in use"),
+    ("tools.sandbox.serve", ["--concurrency", "0"], 2, "--concurrency"),
+    ("tools.sandbox.serve", ["--isolation", "docker"], 2, "invalid choice"),
+    ("rollout.named_models", ["smollm2"], 2, "unknown model name"),
+    ("trainer.run", ["env=guess-number", "turngym.output_dir=notes.txt"], 2, "is a file"),
+    ("trainer.run", ["env.id=guess-numbr-v0"], 2, "did you mean guess-number-v0"),
+    ("trainer.run", ["env=guess-number", "algorithm=grpoo"], 2, "grpo"),
+    ("trainer.run", ["env=guess-number", "actor_rollout_ref.actor.optim.lrr=1e-5"], 2, "did you mean"),
+    ("trainer.run", ["env=guess-number", "model=gguf:missing.gguf"], 2, "no such file"),
+]
+
+
+@pytest.mark.parametrize(
+    ("cli", "argv", "code", "needle"), CASES, ids=[f"{c[0]} {' '.join(c[1])}" for c in CASES]
+)
+def test_a_mistake_is_one_line_and_changes_nothing(world, capsys, cli, argv, code, needle):
+    argv = [a.replace("{port}", world["port"]) for a in argv]
+    before = (_tree(world["cwd"]), _tree(world["scratch"]))
+    assert _mains()[cli](argv) == code
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    # A library's own warning (the torch/verl import) is not the user's error: keep only our lines.
+    ours = [line for line in lines if line.startswith(f"{cli}: ")]
+    assert len(ours) == 1 and needle.lower() in ours[0].lower(), err
+    assert len(lines) == 1, err
+    assert (_tree(world["cwd"]), _tree(world["scratch"])) == before
+    TABLE.append((f"python -m {cli} {' '.join(argv)}", ours[0], code))
+
+
+HELPED = ["envs", "rollout.eval", "rollout.view", "rollout.serve", "tools.sandbox.serve"]
+HELPED += ["rollout.named_models", "trainer.run"]
+
+
+@pytest.mark.parametrize("cli", HELPED)
+def test_help_goes_to_stdout_with_exit_0(world, capsys, cli):
+    assert _mains()[cli](["--help"]) == 0
+    out, err = capsys.readouterr()
+    assert "python -m" in out and err == ""
+    TABLE.append((f"python -m {cli} --help", f"({len(out.splitlines())} lines of help on stdout)", 0))
+
+
+def test_eval_save_into_a_missing_folder_creates_it_and_keeps_every_episode(world, capsys):
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    target = world["cwd"] / "runs" / "today" / "traj.jsonl"
+    argv = ["env=guess-number-v0", "n=2", "max_turns=1", "max_new_tokens=4", "--save", str(target)]
+    assert rollout_eval.cli(argv) == 0
+    assert len(load_jsonl(str(target))) == 2
+    TABLE.append(("python -m rollout.eval env=guess-number-v0 n=2 --save runs/today/traj.jsonl", "works", 0))
+
+
+def test_ctrl_c_in_training_is_one_line_with_the_resume_hint(world, capsys, monkeypatch):
+    """Through trainer.run's main with verl's launch raising KeyboardInterrupt, as Ctrl-C during the run."""
+    import trainer.run
+
+    def interrupted(cfg):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer.run, "launch", interrupted)
+    out_dir = world["cwd"] / "run"
+    argv = ["env=guess-number", f"turngym.output_dir={out_dir}", "turngym.warm_start.enable=false"]
+    assert trainer.run.main(argv) == INTERRUPT_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the same command again to resume" in err[0], err
+    assert not list(world["scratch"].glob("turngym-data-*"))  # no scratch folder left behind
+    TABLE.append(("python -m trainer.run env=guess-number ... (Ctrl-C)", err[0], INTERRUPT_EXIT))
+
+
+def test_the_guard_itself():
+    assert run_cli("x", lambda argv: (_ for _ in ()).throw(UsageError("bad\n  thing"))) == 2
+    assert run_cli("x", lambda argv: 0) == 0
+    assert did_you_mean("guess-numbr", ["guess-number", "wordle"]) == "did you mean guess-number?"
+    assert did_you_mean("zzz", ["guess-number"]) == ""
+    with pytest.raises(UsageError, match="is a folder"):
+        check_output_file(os.getcwd(), "--save")
+
+
+def test_print_the_table(capsys):
+    """Last in the file: the table of every mistake tried (shown with -s)."""
+    with capsys.disabled():
+        print(f"\n{'command':<90} | exit | message")
+        for command, message, code in TABLE:
+            print(f"{command[:90]:<90} | {code:>4} | {message}")
