@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from trainer.compose import ConfigError
 from trainer.user_rows import check_buildable, check_disjoint, read_episodes, user_files
@@ -74,7 +74,10 @@ def _stage(cfg: DictConfig, entries: list[dict], staged: StagedData) -> StagedDa
             raise ConfigError(
                 f"data.{key}={source}: trainer.run writes the run's own rows there; keep your file elsewhere"
             )
-        episodes[key] = read_episodes(source, key)
+        # A row picks only client-safe options; the operator's env.kwargs (remote, isolation, tools, ...)
+        # then apply to every row, over the row's own, as they apply to env.id.
+        operator = OmegaConf.to_container(cfg.env.kwargs) or {}
+        episodes[key] = [(e, s, {**k, **operator}) for e, s, k in read_episodes(source, key)]
         check_buildable(episodes[key], source, key)
     if len(episodes) == 2:
         check_disjoint(episodes["train_files"], episodes["val_files"])

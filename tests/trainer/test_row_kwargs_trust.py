@@ -44,3 +44,36 @@ def test_rows_with_game_options_are_read(tmp_path):
         ("maze-v0", 2, {"difficulty": "hard", "max_turns": 5}),
         ("textarena/TicTacToe-v0", 3, {"seat": 1}),
     ]
+
+
+def test_the_operators_env_kwargs_apply_to_every_own_row_over_the_rows_own(tmp_path):
+    # The rows may not name operator settings, but the person running the trainer may: env.kwargs reaches
+    # every row (here a stricter turn limit), and wins over what a row chose.
+    from trainer.compose import compose_config
+    from trainer.run import stage_run
+    from trainer.run_checks import apply_run_name
+    from trainer.run_data import discard
+
+    rows = tmp_path / "rows.parquet"
+    pd.DataFrame(
+        {"env_id": ["maze-v0", "maze-v0"], "seed": [1, 2], "env_kwargs": ['{"max_turns": 9}', "{}"]}
+    ).to_parquet(rows)
+    cfg = compose_config(
+        [
+            "env.id=guess-number-v0",
+            "trainer.device=cpu",
+            "env.train_episodes=4",
+            "env.val_episodes=2",
+            f"turngym.output_dir={tmp_path / 'run'}",
+            f"data.train_files={rows}",
+            "env.kwargs.max_turns=3",
+        ]
+    )
+    apply_run_name(cfg)
+    staged = stage_run(cfg)
+    try:
+        files = {target.name: source for source, target in staged.moves.items()}
+        train = pd.read_parquet(files["train.parquet"])
+        assert [i["env_kwargs"] for i in train["extra_info"]] == ['{"max_turns": 3}'] * 2
+    finally:
+        discard(staged)
