@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.sandbox.cgroup import pid_alive
+
 GGUF_PREFIX = "gguf:"
 EMBEDDED = "embedded"
 CACHE_ENV = "TURNGYM_CACHE"
@@ -346,18 +348,8 @@ def _remove_abandoned(target: Path) -> None:
     """Delete scratch folders of this cache entry left by conversions whose process is gone."""
     for partial in target.parent.glob(f"{_PARTIAL}{target.name}-*"):
         pid = partial.name[len(f"{_PARTIAL}{target.name}-") :].split("-", 1)[0]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(partial, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
