@@ -35,6 +35,12 @@ def _source_copy(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
+def _build_env() -> dict[str, str]:
+    # A PYTHONPATH naming the checkout (trainer.run exports one) makes pip see the checkout's egg-info as
+    # turngym already installed, and the wheel then goes in without its data files.
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PIP_")}
+
+
 @contextlib.contextmanager
 def installed_wheel(parent: str = "/usr/local") -> Iterator[Path]:
     """Yield the root of a venv under `parent` holding this checkout installed from its wheel (no deps).
@@ -53,9 +59,12 @@ def installed_wheel(parent: str = "/usr/local") -> Iterator[Path]:
             [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(work), str(src)],
             check=True,
             capture_output=True,
+            env=_build_env(),
         )
         (wheel,) = work.glob("turngym-*.whl")
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=_build_env()
+        )
         subprocess.run(
             [
                 *pip,
@@ -68,6 +77,7 @@ def installed_wheel(parent: str = "/usr/local") -> Iterator[Path]:
             ],
             check=True,
             capture_output=True,
+            env=_build_env(),
         )
         yield venv
     finally:
