@@ -18,16 +18,6 @@ if TYPE_CHECKING:
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def __getattr__(name: str) -> Any:
-    # `ToolCallRequest` was a copy of `tools.calls.ToolCall`; the name stays as an alias, loaded lazily
-    # so `import envs` does not import `tools` (and pydantic) before a tool call is seen.
-    if name == "ToolCallRequest":
-        from tools.calls.call import ToolCall
-
-        return ToolCall
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 @dataclass(slots=True)
 class AssistantTurn:
     """The assistant's text plus its tool calls (`tools.calls.ToolCall`) and why any call could not be read."""

@@ -135,16 +135,6 @@ class SGLangEngine:
                 return True
         return False
 
-    async def wait_ready(self, timeout: float = 120.0, interval: float = 0.25) -> None:
-        """Poll until the server is ready or raise EngineError after `timeout` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            if await self.ready():
-                return
-            await asyncio.sleep(interval)
-        raise EngineError(f"SGLang server at {self.url} not ready after {timeout:.0f}s")
-
     async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         last: Exception | None = None
         for attempt in range(self.retries + 1):

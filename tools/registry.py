@@ -18,13 +18,6 @@ class ToolRegistry:
         for t in tools:
             self.register(t)
 
-    @classmethod
-    def from_yaml(cls, path: str) -> ToolRegistry:
-        """Registry of the tools a YAML file lists."""
-        from tools.loading import load_tools
-
-        return cls(load_tools(path))
-
     def register(self, tool: Tool, *, replace: bool = False) -> Tool:
         """Add a tool; a second tool with the same name is an error unless `replace`."""
         if not isinstance(tool, Tool):

@@ -44,10 +44,6 @@ class FunctionCase:
     kwargs: dict
     expected: Any
 
-    def input_text(self) -> str:
-        """The call's inputs as a Python literal the sandbox decodes with `ast.literal_eval`."""
-        return repr((self.args, self.kwargs))
-
 
 @dataclass(frozen=True)
 class ProgramCase:

@@ -6,11 +6,13 @@ import json
 import math
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envs.assistant_turn import ToolCallRequest
 from envs.conversations.interaction_env import InteractionEnv
 from envs.step_result import StepResult
+
+if TYPE_CHECKING:
+    from tools.calls.call import ToolCall
 
 CATALOGUE = Path(__file__).parent / "data" / "shop_catalogue.json"
 
@@ -171,7 +173,7 @@ class ShopAssistantEnv(InteractionEnv):
             **options,
         }
 
-    def _after_tool_call(self, call: ToolCallRequest, result, turn_info: dict) -> StepResult | None:
+    def _after_tool_call(self, call: ToolCall, result, turn_info: dict) -> StepResult | None:
         if call.name != "place_order" or not result.terminate:
             return None
         return self.end_episode({"item": self.product(result.answer or "")})

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envs.assistant_turn import AssistantTurn, ToolCallRequest
+from envs.assistant_turn import AssistantTurn
 from envs.messages import system, user
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
+
+if TYPE_CHECKING:
+    from tools.calls.call import ToolCall
 
 _MARKED = re.compile(r"(?:final\s+answer|answer)\s*[:=]\s*([^\n]+)", re.IGNORECASE)
 
@@ -129,7 +132,7 @@ class ToolQAEnv(TextEnv):
             )
         return self._grade(found[-1])
 
-    def _after_tool_call(self, call: ToolCallRequest, result, turn_info: dict) -> StepResult | None:
+    def _after_tool_call(self, call: ToolCall, result, turn_info: dict) -> StepResult | None:
         if call.name == "submit":
             return self._grade(result.answer or "") if result.terminate else None
         if (
