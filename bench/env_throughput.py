@@ -4,7 +4,11 @@ Rows, all measured in one run, interleaved (round-robin, best of `--rounds`):
 - bare python: one plain-Python game object, reset from one `random.Random` (the baseline);
 - bare python, new per episode: a new game object and `random.Random(seed)` each episode;
 - turngym env reused: one `envs.make` env (with the layer `make` wraps it in), `reset()` per episode;
-- turngym make() per episode: `envs.make` + `reset(seed=episode)` per episode, as verl's agent loop does.
+- turngym make() per episode: `envs.make` + `reset(seed=episode)` per episode;
+- turngym make(**kwargs) per episode: the same with the row's env kwargs, as verl's agent loop calls it
+  (`difficulty="medium"`, the default: the same game, so only the cost of `make` differs).
+After the rows, the cost of one `envs.make` call alone, without and with those kwargs (microseconds,
+best of the same rounds), and their ratio.
 Ratios are steps/s over the bare-python row; rows that build a new env per episode also print their
 ratio over the bare row that builds a new game per episode (the like-for-like baseline: both pay for a
 new object and a seeded generator each episode). `--peers` adds the same game through the peer libraries
@@ -100,6 +104,35 @@ def turngym_make_per_episode(episodes: int, env_id: str = "guess-number-v0") -> 
     return steps, clock() - start
 
 
+#: The kwargs of the `make(**kwargs)` row: a dataset row's `env_kwargs`, equal to the defaults (same game).
+ROW_KWARGS = {"difficulty": "medium"}
+
+
+def turngym_make_kwargs_per_episode(episodes: int) -> tuple[int, float]:
+    """`turngym_make_per_episode` with `envs.make(env_id, **ROW_KWARGS)`, as verl's agent loop calls it."""
+    steps = 0
+    start = clock()
+    for seed in range(episodes):
+        env = envs.make("guess-number-v0", **ROW_KWARGS)
+        env.reset(seed=seed)
+        expert = env.unwrapped.expert_action
+        while True:
+            _, _, terminated, truncated, _ = env.step(expert())
+            steps += 1
+            if terminated or truncated:
+                break
+    return steps, clock() - start
+
+
+def make_only(calls: int, kwargs: dict) -> float:
+    """CPU (or wall) seconds per `envs.make("guess-number-v0", **kwargs)` call, nothing else."""
+    make = envs.make
+    start = clock()
+    for _ in range(calls):
+        make("guess-number-v0", **kwargs)
+    return (clock() - start) / calls
+
+
 def bare_game_reused(episodes: int) -> tuple[int, float]:
     """`turngym_reused` with the bare game as a TextEnv (bench/bare_guess_number.py): the framework's cost."""
     return turngym_reused(episodes, register_bare_env())
@@ -115,6 +148,7 @@ ROWS = [
     ("bare python, new per episode", bare_python_fresh),
     ("turngym env reused", turngym_reused),
     ("turngym make() per episode", turngym_make_per_episode),
+    ("turngym make(**kwargs) per ep.", turngym_make_kwargs_per_episode),
     ("turngym + bare game, reused", bare_game_reused),
     ("turngym + bare game, make()", bare_game_make_per_episode),
 ]
@@ -158,19 +192,27 @@ def main() -> None:
     for _, fn in rows:
         fn(50)  # warm-up
     best = {name: 0.0 for name, _ in rows}
+    make_cost = {"make()": float("inf"), "make(**kwargs)": float("inf")}
     # Round-robin, so load from other processes on a shared machine hits every row alike.
     for _ in range(args.rounds):
         for name, fn in rows:
             steps, seconds = fn(args.episodes)
             best[name] = max(best[name], steps / seconds)
+        make_cost["make()"] = min(make_cost["make()"], make_only(args.episodes, {}))
+        make_cost["make(**kwargs)"] = min(make_cost["make(**kwargs)"], make_only(args.episodes, ROW_KWARGS))
     base, fresh = best["bare python"], best["bare python, new per episode"]
     for name, _ in rows:
         line = f"{name:<30} {best[name]:>12,.0f} steps/s   ratio {best[name] / base:.3f}"
-        if "make()" in name:  # every row that builds an env per episode, and only those
+        if "make(" in name:  # every row that builds an env per episode, and only those
             line += f"   ({best[name] / fresh:.3f} of the bare new-per-episode row)"
         if name in GOALS:
             line += f"   (goal >= {GOALS[name]})"
         print(line)
+    plain, with_kwargs = make_cost["make()"], make_cost["make(**kwargs)"]
+    print(
+        f"envs.make alone: make() {plain * 1e6:.2f} us, make(**{ROW_KWARGS}) {with_kwargs * 1e6:.2f} us, "
+        f"ratio {with_kwargs / plain:.2f} (goal <= 2)"
+    )
 
 
 if __name__ == "__main__":
