@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, ClassVar
 
-from envs.games.grid_moves import STEPS, move_args_model, moves_from_tool, parse_moves
+from envs.games.grid_game import GridMoves
+from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
 from envs.messages import system, user
 from envs.step_result import StepResult
@@ -104,7 +105,7 @@ def winning_policy(size: int, holes: set[Cell], goal: Cell, slip: float) -> dict
     return policy
 
 
-class FrozenLakeEnv(TextGame[list[str]]):
+class FrozenLakeEnv(GridMoves, TextGame[list[str]]):
     """Walk P across the ice to G; stepping on a hole (O) ends the game. Slippery ice may slide a move sideways.
 
     Text action: moves up/down/left/right (also u/d/l/r, n/s/e/w, north/south/east/west) separated by
@@ -129,10 +130,7 @@ class FrozenLakeEnv(TextGame[list[str]]):
         },
     }
     default_difficulty = "easy"
-    reset_options = {"difficulty": ("easy", "medium", "hard")}
-    action_tool_name = "move"
     action_tool_description = "Walk on the ice: one or more steps, applied in order (each may slip)."
-    action_help = "Reply with moves: up, down, left or right, separated by spaces."
     #: How many moves the scripted expert sends per reply on ice that does not slip (one when it does).
     expert_moves_per_turn: ClassVar[int] = 4
 
@@ -186,26 +184,10 @@ class FrozenLakeEnv(TextGame[list[str]]):
             lines.append("".join(row))
         return "\n".join(lines)
 
-    def parse_action(self, text: str) -> list[str]:
-        """The moves of the reply's one block of move lines."""
-        return parse_moves(text)
-
-    @classmethod
-    def action_args_model(cls):
-        """`move(directions: list["up" | "down" | "left" | "right"])`."""
-        return move_args_model()
-
-    def action_from_tool(self, args) -> list[str]:
-        """The moves from the tool's `directions` argument."""
-        return moves_from_tool(args)
-
     def play(self, action: list[str]) -> StepResult:
         """Take the moves in order (each may slip); stop at the goal, in a hole or when the budget runs out."""
         shown: list[str] = []
-        for move in action:
-            if self.moves_used >= self.max_moves:
-                break
-            self.moves_used += 1
+        for move in self.budgeted(action):
             outs = outcomes(self.size, self.pos, move, self.slip)
             pick = 0
             if self.slip > 0:

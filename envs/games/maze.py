@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, ClassVar
+from typing import Any
 
-from envs.games.grid_moves import STEPS, move_args_model, moves_from_tool, parse_moves
+from envs.games.grid_game import GridMoves
+from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
 from envs.messages import system, user
 from envs.step_result import StepResult
@@ -75,7 +76,7 @@ def distances(grid: list[list[str]], start: Cell) -> dict[Cell, int]:
     return dist
 
 
-class MazeEnv(TextGame[list[str]]):
+class MazeEnv(GridMoves, TextGame[list[str]]):
     """Walk the agent A to the goal G in a maze drawn as text (`#` wall, `.` floor); the map is fully visible.
 
     Text action: one or more moves separated by spaces or commas, applied in order: up/down/left/right
@@ -94,12 +95,7 @@ class MazeEnv(TextGame[list[str]]):
         "medium": {"rows": 5, "cols": 5, "max_moves": 80},
         "hard": {"rows": 7, "cols": 7, "max_moves": 150},
     }
-    action_tool_name = "move"
-    reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Move through the maze: one or more steps, applied in order."
-    action_help = "Reply with moves: up, down, left or right, separated by spaces."
-    #: How many moves the scripted expert sends per reply.
-    expert_moves_per_turn: ClassVar[int] = 4
 
     def _start(self, params: dict[str, Any]):
         self.grid = generate_maze(self.np_random, params["rows"], params["cols"])
@@ -130,27 +126,11 @@ class MazeEnv(TextGame[list[str]]):
         rows[self.pos[0]][self.pos[1]] = "A"
         return "\n".join("".join(row) for row in rows)
 
-    def parse_action(self, text: str) -> list[str]:
-        """The moves of the reply's one block of move-only lines (prose lines around it are ignored)."""
-        return parse_moves(text)
-
-    @classmethod
-    def action_args_model(cls):
-        """`move(directions: list["up" | "down" | "left" | "right"])`; a single direction string is accepted too."""
-        return move_args_model()
-
-    def action_from_tool(self, args) -> list[str]:
-        """The moves from the tool's `directions` argument."""
-        return moves_from_tool(args)
-
     def play(self, action: list[str]) -> StepResult:
         """Walk the moves in order; stop at a wall, at G, or when the move budget runs out."""
         made: list[str] = []
         blocked = None
-        for direction in action:
-            if self.moves_used >= self.max_moves:
-                break
-            self.moves_used += 1
+        for direction in self.budgeted(action):
             dr, dc = STEPS[direction]
             nxt = (self.pos[0] + dr, self.pos[1] + dc)
             if self.grid[nxt[0]][nxt[1]] == "#":

@@ -13,7 +13,8 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from envs.games.grid_moves import STEPS, move_args_model, moves_from_tool, parse_moves
+from envs.games.grid_game import GridMoves
+from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
 from envs.messages import system, user
 from envs.step_result import StepResult
@@ -178,7 +179,7 @@ def apply_moves(
     return frozenset(bx), player
 
 
-class SokobanEnv(TextGame[list[str]]):
+class SokobanEnv(GridMoves, TextGame[list[str]]):
     """Push every box (X) onto a target (O); the player (P) walks and pushes, never pulls.
 
     Text action: moves up/down/left/right (also u/d/l/r, n/s/e/w, north/south/east/west) separated by
@@ -197,12 +198,7 @@ class SokobanEnv(TextGame[list[str]]):
         "hard": {"rows": 8, "cols": 8, "boxes": 3, "floor": 25, "min_pushes": 7, "max_moves": 120},
     }
     default_difficulty = "easy"
-    reset_options = {"difficulty": ("easy", "medium", "hard")}
-    action_tool_name = "move"
     action_tool_description = "Walk (and push boxes): one or more steps, applied in order."
-    action_help = "Reply with moves: up, down, left or right, separated by spaces."
-    #: How many moves the scripted expert sends per reply.
-    expert_moves_per_turn: ClassVar[int] = 4
     #: Reverse-play walks tried per room; the one that moves the boxes farthest is kept.
     _WALKS_PER_ROOM: ClassVar[int] = 8
 
@@ -290,27 +286,11 @@ class SokobanEnv(TextGame[list[str]]):
             lines.append("".join(row))
         return "\n".join(lines)
 
-    def parse_action(self, text: str) -> list[str]:
-        """The moves of the reply's one block of move lines."""
-        return parse_moves(text)
-
-    @classmethod
-    def action_args_model(cls):
-        """`move(directions: list["up" | "down" | "left" | "right"])`."""
-        return move_args_model()
-
-    def action_from_tool(self, args) -> list[str]:
-        """The moves from the tool's `directions` argument."""
-        return moves_from_tool(args)
-
     def play(self, action: list[str]) -> StepResult:
         """Walk and push in order; stop at a blocked move, when solved, or when the budget runs out."""
         made: list[str] = []
         blocked = None
-        for name in action:
-            if self.moves_used >= self.max_moves:
-                break
-            self.moves_used += 1
+        for name in self.budgeted(action):
             d = STEPS[name]
             nxt = _add(self.player, d)
             if nxt not in self.floor:
