@@ -11,6 +11,7 @@ from typing import Any
 import gymnasium
 
 from envs.errors import UnknownEnvError
+from envs.protocol import EnvProtocol
 from envs.wrappers import EpisodeLimits
 from tools.registration import Registry, check_entry_point, load_entry_point
 
@@ -177,15 +178,13 @@ def make(id: str, *, max_turns: int | None = None, format_penalty: float | None 
     call_format = merged.pop("tool_call_format", _UNSET)
     env = env_spec.load()(**merged)
     if limits:
-        set_limits = getattr(env.unwrapped, "set_turn_limits", None)
-        if set_limits is None:
+        if not isinstance(env, EnvProtocol):
             raise TypeError(f"{id}: {', '.join(limits)} only apply to TextEnv-based envs")
-        set_limits(**limits)
+        env.set_turn_limits(**limits)
     if call_format is not _UNSET:
-        set_format = getattr(env.unwrapped, "set_tool_call_format", None)
-        if set_format is None:
+        if not isinstance(env, EnvProtocol):
             raise TypeError(f"{id}: tool_call_format only applies to TextEnv-based envs")
-        set_format(call_format)
+        env.set_tool_call_format(call_format)
     penalty = env_spec.format_penalty if format_penalty is None else format_penalty
     turns = env_spec.max_turns if max_turns is None else max_turns
     if kwargs or turns != env_spec.max_turns or penalty != env_spec.format_penalty:

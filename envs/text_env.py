@@ -177,6 +177,10 @@ class TextEnv(gym.Env):
         """Start an episode with `self.np_random`; return the opening messages and info."""
         raise NotImplementedError
 
+    async def _areset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
+        """Async twin of `_reset`; override when opening the episode does I/O (e.g. an opponent moves first)."""
+        return self._reset(options)
+
     def _respond(self, turn: AssistantTurn) -> StepResult:
         """React to an assistant turn that holds no tool call."""
         raise NotImplementedError
@@ -270,6 +274,15 @@ class TextEnv(gym.Env):
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode; the same seed and options give the same episode."""
+        if self._episode_tools is not None:
+            self._release_episode_tools()
+        checked = self._begin_episode(seed, options)
+        messages, info = self._reset(checked)
+        self.transcript = list(messages)
+        return messages, info
+
+    def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        # What `reset` and `areset` share before the subclass opens the episode: checked options, the seed.
         checked = {} if options is None else self.check_reset_options(options)
         if seed is not None:
             if type(seed) is int and seed >= 0:
@@ -278,14 +291,20 @@ class TextEnv(gym.Env):
                 # Anything else takes Gymnasium's own path, its errors included (see envs.seeding).
                 self._np_random, self._np_random_seed = np_random(seed)
             self._quick_random = None
-        if self._episode_tools is not None:
-            self._release_episode_tools()
         self.turn = 0
         self.total_reward = 0.0
         self.episode_over = False
         self._ended_as = (False, False)
         self._has_reset = True
-        messages, info = self._reset(checked)
+        return checked
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Async `reset`: the last episode's tools are released and `_areset` awaited on the caller's loop."""
+        if self._episode_tools is not None:
+            episode, self._episode_tools = self._episode_tools, None
+            await episode.aclose()
+        checked = self._begin_episode(seed, options)
+        messages, info = await self._areset(checked)
         self.transcript = list(messages)
         return messages, info
 
@@ -388,6 +407,13 @@ class TextEnv(gym.Env):
             except KeyError as e:
                 raise ValueError(f"tool_call_format: {e.args[0]}") from None
         self.tool_call_format = tool_call_format
+
+    #: Whether the other player is the policy itself (`opponent="self"`); envs with opponents override it.
+    wants_policy_opponent: bool = False
+
+    def attach_policy_opponent(self, opponent: Any) -> None:
+        """Play the other seat with `opponent` from the next reset; only envs made with `opponent="self"`."""
+        raise ValueError(f"{type(self).__name__} has no opponent seat to give the policy")
 
     def mark_episode_over(self, *, terminated: bool, truncated: bool) -> None:
         """Record that the episode ended outside the env (e.g. a wrapper truncated it): `step` refuses now."""

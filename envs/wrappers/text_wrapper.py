@@ -6,9 +6,13 @@ from typing import Any
 
 import gymnasium as gym
 
+from envs.protocol import ForwardsEnvProtocol
 
-class TextWrapper(gym.Wrapper):
-    """A Gymnasium wrapper that also forwards `astep`, `tools`, `tool_schemas` and `expert_action`.
+
+class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
+    """A Gymnasium wrapper that also forwards the env contract (`envs.protocol.EnvProtocol`): `areset`,
+    `astep`, `tool_schemas`, the tool-call format, the turn limits and the opponent hook, plus `tools`
+    and `expert_action`.
 
     Once a step it returns ends the episode (its own verdict, e.g. MaxTurns' truncation, included), later
     steps are refused with reward 0 until `reset`; refusals from the wrapped env pass through untouched,
@@ -47,6 +51,12 @@ class TextWrapper(gym.Wrapper):
         if result[2] or result[3]:
             self._record_end(result[2], result[3])
         return result
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Async reset of the wrapped env, then the same `on_reset` hook as `reset`."""
+        messages, info = await self.env.areset(seed=seed, options=options)
+        self._ended = None
+        return self.on_reset(messages, info)
 
     async def astep(self, action: Any):
         """Async step of the wrapped env, adjusted by the same hook as `step`."""
@@ -87,11 +97,6 @@ class TextWrapper(gym.Wrapper):
     def tools(self) -> list:
         """The wrapped env's tools."""
         return self.env.tools
-
-    @property
-    def tool_schemas(self) -> list[dict]:
-        """The wrapped env's tool schemas."""
-        return self.env.tool_schemas
 
     def expert_action(self) -> str:
         """The wrapped env's scripted expert move."""

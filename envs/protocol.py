@@ -1,0 +1,143 @@
+"""The env contract: what rollout, the registry and the env server may call on any turngym env.
+
+`TextEnv` implements it, every `TextWrapper` forwards it (through `ForwardsEnvProtocol`) and `RemoteEnv`
+carries it over HTTP, so callers use these members directly instead of reaching through `.unwrapped`
+or probing with `getattr`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from envs.messages import Message
+
+#: What `reset`/`areset` return: the opening messages and an info dict.
+ResetResult = tuple[list["Message"], dict[str, Any]]
+#: What `step`/`astep` return: (messages to append, reward, terminated, truncated, info).
+StepTuple = tuple[list["Message"], float, bool, bool, dict[str, Any]]
+
+
+@runtime_checkable
+class EnvProtocol(Protocol):
+    """A multi-turn text env: chat messages in, assistant turns out, tools and an optional opponent.
+
+    `isinstance(env, EnvProtocol)` holds for `TextEnv`, every wrapper stack `envs.make` builds and
+    `RemoteEnv`; a plain `gymnasium.Env` lacks the members past `reset`/`step` and does not match.
+
+    Attributes:
+        max_action_chars: the longest reply `step` reads; longer ones are a format error.
+        tool_call_format: how tool calls written in reply text are read (`tools.calls` format name), or
+            None when reply text is never read as calls. Change it with `set_tool_call_format`.
+        wants_policy_opponent: True when the env was made with `opponent="self"` and waits for the
+            policy to be attached as its other player (`attach_policy_opponent`).
+
+    Example:
+        >>> import envs
+        >>> from envs.protocol import EnvProtocol
+        >>> env = envs.make("guess-number-v0")
+        >>> isinstance(env, EnvProtocol)
+        True
+        >>> messages, info = env.reset(seed=0)
+        >>> [schema["function"]["name"] for schema in env.tool_schemas], env.wants_policy_opponent
+        (['guess'], False)
+    """
+
+    max_action_chars: int
+    tool_call_format: str | None
+
+    @property
+    def tool_schemas(self) -> list[dict]:
+        """OpenAI function schemas of the tools the agent may call, as a chat template renders them."""
+        ...
+
+    @property
+    def wants_policy_opponent(self) -> bool:
+        """Whether the env's other player is the policy itself, to be given with `attach_policy_opponent`."""
+        ...
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> ResetResult:
+        """Start an episode; the same seed and options give the same episode."""
+        ...
+
+    def step(self, action: Any) -> StepTuple:
+        """Play one assistant turn (text or a parsed assistant message)."""
+        ...
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> ResetResult:
+        """`reset` on the caller's event loop: an opponent opening the game and tool cleanup are awaited."""
+        ...
+
+    async def astep(self, action: Any) -> StepTuple:
+        """`step` on the caller's event loop: tool calls and opponents are awaited, not run in a new loop."""
+        ...
+
+    def set_tool_call_format(self, tool_call_format: str | None) -> None:
+        """Read tool calls written in reply text in this format (None: text is never read as calls)."""
+        ...
+
+    def set_turn_limits(
+        self,
+        *,
+        max_action_chars: int | None = None,
+        max_tool_calls_per_turn: int | None | Any = ...,
+        max_tool_time_s: float | None | Any = ...,
+    ) -> None:
+        """Change the reply size limit and the per-turn tool limits (None: no limit; omitted: unchanged)."""
+        ...
+
+    def attach_policy_opponent(self, opponent: Any) -> None:
+        """Play the other seat with `opponent` (a callable; see `wants_policy_opponent`) from the next reset."""
+        ...
+
+    def close(self) -> None:
+        """Release the env's resources (tool state, sessions)."""
+        ...
+
+
+class ForwardsEnvProtocol:
+    """Mixin for wrappers: every `EnvProtocol` member except reset/step/areset/astep goes to `self.env`.
+
+    Put it before `gymnasium.Wrapper` in the bases (`class TextWrapper(ForwardsEnvProtocol, gym.Wrapper)`);
+    the wrapper still writes its own `reset`/`step`/`areset`/`astep`, which are where wrappers differ.
+    Setting `tool_call_format` or calling a setter reaches the wrapped env, so a whole stack reads calls
+    the same way.
+    """
+
+    env: Any
+
+    @property
+    def max_action_chars(self) -> int:
+        """The wrapped env's reply size limit."""
+        return self.env.max_action_chars
+
+    @property
+    def tool_call_format(self) -> str | None:
+        """The wrapped env's tool-call format."""
+        return self.env.tool_call_format
+
+    @tool_call_format.setter
+    def tool_call_format(self, value: str | None) -> None:
+        self.env.set_tool_call_format(value)
+
+    @property
+    def tool_schemas(self) -> list[dict]:
+        """The wrapped env's tool schemas."""
+        return self.env.tool_schemas
+
+    @property
+    def wants_policy_opponent(self) -> bool:
+        """Whether the wrapped env waits for the policy as its opponent."""
+        return self.env.wants_policy_opponent
+
+    def set_tool_call_format(self, tool_call_format: str | None) -> None:
+        """Set the wrapped env's tool-call format."""
+        self.env.set_tool_call_format(tool_call_format)
+
+    def set_turn_limits(self, **limits: Any) -> None:
+        """Set the wrapped env's turn limits (same keywords as `TextEnv.set_turn_limits`)."""
+        self.env.set_turn_limits(**limits)
+
+    def attach_policy_opponent(self, opponent: Any) -> None:
+        """Attach the policy opponent to the wrapped env."""
+        self.env.attach_policy_opponent(opponent)
