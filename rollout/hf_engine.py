@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.engine import EngineError, EngineRequestError, Generation, SamplingParams
+from rollout.prefix_cache import PrefixCache, PrefixEntry
 
 
 @dataclass
@@ -82,6 +83,7 @@ class EngineStats:
     requests: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
+    reused_prompt_tokens: int = 0  # prompt tokens whose key/values came from the prefix cache
     forward_seconds: float = 0.0
     batch_sizes: list[int] = field(default_factory=list)
 
@@ -101,6 +103,7 @@ class HFEngine:
         default_max_new_tokens: int = 128,
         seed: int = 0,
         dtype: Any = None,
+        prefix_cache_tokens: int = 32768,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -133,6 +136,9 @@ class HFEngine:
         self.max_prefill_padding = float(max_prefill_padding)
         self.max_prefill_tokens = int(max_prefill_tokens)
         self._mergeable: bool | None = None  # whether this model's KV cache can be left-padded and stacked
+        # A finished generation's key/values, reused when the episode's next prompt extends it (only
+        # the decode thread touches it; a weight load clears it).
+        self.prefix_cache = PrefixCache(prefix_cache_tokens)
         self.default_max_new_tokens = default_max_new_tokens
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
         # Stop at any end-of-sequence id the generation config, model config or tokenizer names, as
@@ -234,6 +240,7 @@ class HFEngine:
         usable = {k: v.to(device=own[k].device, dtype=own[k].dtype) for k, v in state.items() if k in own}
         with torch.no_grad():
             result = self.model.load_state_dict(usable, strict=False)
+        self.prefix_cache.clear()
         tied = {"lm_head.weight"} if getattr(self.model.config, "tie_word_embeddings", False) else set()
         self.weight_version += 1
         return {
@@ -311,8 +318,11 @@ class HFEngine:
             if admit:
                 self.stats.batches += 1
                 self.stats.batch_sizes.append(len(admit))
-                for group in self._prefill_groups(admit):
-                    new = self._prefill(group)
+                admit, hits = self._take_prefixes(admit)
+                groups = [(self._prefill_cached, hits)] if hits else []
+                groups += [(self._prefill, group) for group in self._prefill_groups(admit)] if admit else []
+                for prefill, group in groups:
+                    new = prefill(group)
                     running = new if running is None else self._merge(running, new)
             running, done = self._advance(running, dropped)
         st = self.stats
@@ -368,17 +378,87 @@ class HFEngine:
         positions = (attn.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
         logits = self._next_logits(input_ids, attn, positions, cache, logits_to_keep=1)
-        params = [r.params for r in batch]
         st = self.stats
         st.prefills += 1
         st.requests += n
         st.padded_prompt_tokens += n * width
         st.prompt_tokens += sum(len(r.prompt_ids) for r in batch)
+        return self._running(batch, cache, attn, positions[:, -1:] + 1, logits)
+
+    def _take_prefixes(
+        self, admit: list[_Request]
+    ) -> tuple[list[_Request], list[tuple[_Request, PrefixEntry]]]:
+        """Split `admit` into requests to prefill whole and those whose prompt extends a cached prefix."""
+        if not self.prefix_cache.max_tokens or not self._cache_mergeable():
+            return admit, []
+        rest, hits = [], []
+        for req in admit:
+            entry = self.prefix_cache.take(req.prompt_ids)
+            if entry is None:
+                rest.append(req)
+            else:
+                hits.append((req, entry))
+        return rest, hits
+
+    def _prefill_cached(self, batch: list[tuple[_Request, PrefixEntry]]) -> _Running:
+        """Prefill only what each prompt adds to its cached prefix.
+
+        Each row is laid out as [padding][cached prefix][padding][new tokens], the padding masked out;
+        the new tokens take the positions after their prefix, as they would in one whole prefill.
+        """
+        import torch
+        import torch.nn.functional as F
+        from transformers import DynamicCache
+
+        dev = self.device
+        n = len(batch)
+        lens = [len(e.tokens) for _, e in batch]
+        width_p = max(lens)
+        suffixes = [r.prompt_ids[len(e.tokens) :] for r, e in batch]
+        width_s = max(len(x) for x in suffixes)
+        input_ids = torch.full((n, width_s), self.pad_token_id, dtype=torch.long)
+        attn = torch.zeros((n, width_p + width_s), dtype=torch.long)
+        for i, (suffix, k) in enumerate(zip(suffixes, lens, strict=True)):
+            input_ids[i, width_s - len(suffix) :] = torch.tensor(suffix)
+            attn[i, width_p - k : width_p] = 1
+            attn[i, width_p + width_s - len(suffix) :] = 1
+        input_ids, attn = input_ids.to(dev), attn.to(dev)
+        prefix_len = torch.tensor(lens, dtype=torch.long, device=dev)[:, None]
+        positions = prefix_len + (attn[:, width_p:].cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache(config=self.model.config)
+        for layer_idx, layer in enumerate(cache.layers):
+            keys = torch.stack(
+                [
+                    F.pad(e.keys[layer_idx], (0, 0, width_p - k, 0))
+                    for (_, e), k in zip(batch, lens, strict=True)
+                ]
+            )
+            values = torch.stack(
+                [
+                    F.pad(e.values[layer_idx], (0, 0, width_p - k, 0))
+                    for (_, e), k in zip(batch, lens, strict=True)
+                ]
+            )
+            layer.update(keys.to(dev), values.to(dev))
+        logits = self._next_logits(input_ids, attn, positions, cache, logits_to_keep=1)
+        reqs = [r for r, _ in batch]
+        st = self.stats
+        st.prefills += 1
+        st.requests += n
+        st.padded_prompt_tokens += n * width_s
+        st.prompt_tokens += sum(len(r.prompt_ids) for r in reqs)
+        st.reused_prompt_tokens += sum(lens)
+        return self._running(reqs, cache, attn, positions[:, -1:] + 1, logits)
+
+    def _running(self, batch: list[_Request], cache: Any, attn: Any, next_pos: Any, logits: Any) -> _Running:
+        import torch
+
+        params = [r.params for r in batch]
         return _Running(
             reqs=list(batch),
             cache=cache,
             attn=attn,
-            next_pos=positions[:, -1:] + 1,
+            next_pos=next_pos,
             logits=logits,
             tokens=[[] for _ in batch],
             logps=[[] for _ in batch],
@@ -434,6 +514,7 @@ class HFEngine:
                 keep.append(i)
                 continue
             done.append((req, Generation(token_ids=tokens, log_probs=run.logps[i], stop_reason=reason)))
+            self._keep_prefix(run, i)
         if not keep:
             return None, done
         if len(keep) < len(run.reqs):
@@ -444,6 +525,22 @@ class HFEngine:
         run.logits = self._next_logits(step_ids, run.attn, run.next_pos, run.cache)
         run.next_pos = run.next_pos + 1
         return run, done
+
+    def _keep_prefix(self, run: _Running, row: int) -> None:
+        """Store row `row`'s key/values (its prompt and every generated token but the last, never fed)."""
+        if not self.prefix_cache.max_tokens or not run.mergeable:
+            return
+        req = run.reqs[row]
+        tokens = req.prompt_ids + run.tokens[row][:-1]
+        if len(tokens) > self.prefix_cache.max_tokens:
+            return
+        cols = run.attn[row].nonzero().squeeze(1)
+        if len(cols) != len(tokens):  # the cache does not hold exactly these tokens: store nothing
+            return
+        layers = run.cache.layers
+        keys = [layer.keys[row].index_select(1, cols) for layer in layers]
+        values = [layer.values[row].index_select(1, cols) for layer in layers]
+        self.prefix_cache.store(tokens, keys, values)
 
     def _next_logits(self, input_ids, attn, positions, cache, **extra):
         # Prefill and every decode step must feed the model the same way (mask, explicit positions for

@@ -246,3 +246,110 @@ def test_bench_runs_and_fp32_engines_match_generate(model_path):
     assert len(rows) == 4, out  # two engines x two cases
     assert all(same == total for _, _, same, total in rows), out
     assert out.count("% of the float32 matmul bound") == 6
+
+
+def _turns(engine, prompts, follow_ups, temperature=0.0, max_tokens=6):
+    """Two turns per prompt: generate, then prompt + the generated ids + a follow-up, generated again."""
+
+    async def go():
+        first = await asyncio.gather(
+            *[
+                engine.generate(
+                    f"a{i}",
+                    prompt_ids=p,
+                    sampling_params={"temperature": temperature, "max_tokens": max_tokens, "seed": i},
+                )
+                for i, p in enumerate(prompts)
+            ]
+        )
+        second_prompts = [p + o.token_ids + f for p, o, f in zip(prompts, first, follow_ups, strict=True)]
+        second = await asyncio.gather(
+            *[
+                engine.generate(
+                    f"b{i}",
+                    prompt_ids=p,
+                    sampling_params={"temperature": temperature, "max_tokens": max_tokens, "seed": i},
+                )
+                for i, p in enumerate(second_prompts)
+            ]
+        )
+        return second_prompts, first, second
+
+    return asyncio.run(go())
+
+
+def test_next_turn_reuses_the_prefix_and_matches_a_whole_prefill(model_path, tokenizer):
+    """The second turn of each episode prefills only what was added: same greedy tokens and logprobs
+    (within float tolerance) as an engine without the cache, and as the model on the whole sequence."""
+    from rollout.hf_engine import HFEngine
+
+    cached = HFEngine(model_path, seed=0)
+    plain = HFEngine(cached.model, cached.tokenizer, prefix_cache_tokens=0)
+    base = _prompt(tokenizer, "Play wordle: guess the five-letter word in six tries. " * 3)
+    prompts = [base[: 20 + 13 * i] for i in range(5)]  # ragged prefixes
+    follow = [_prompt(tokenizer, "Feedback: " + "x" * (3 * i + 1))[1:] for i in range(5)]  # ragged suffixes
+    p2, _, got = _turns(cached, prompts, follow)
+    _, _, want = _turns(plain, prompts, follow)
+    assert cached.stats.reused_prompt_tokens > 0 and cached.prefix_cache.hits == 5
+    assert plain.stats.reused_prompt_tokens == 0
+    assert cached.stats.padded_prompt_tokens < plain.stats.padded_prompt_tokens
+    for p, g, w in zip(p2, got, want, strict=True):
+        assert g.token_ids == w.token_ids
+        assert torch.allclose(torch.tensor(g.log_probs), torch.tensor(w.log_probs), atol=1e-4)
+        ref = _reference_logprobs(cached, p, g.token_ids, temperature=1.0)
+        assert torch.allclose(ref, torch.tensor(g.log_probs), atol=1e-4)
+
+
+def test_sampled_turns_with_the_prefix_cache_have_exact_logprobs(model_path, tokenizer):
+    """Sampled second turns mixed with requests that miss the cache, in one admission."""
+    from rollout.hf_engine import HFEngine
+
+    engine = HFEngine(model_path, seed=0)
+    base = _prompt(tokenizer, "Guess a number between 1 and 20. " * 4)
+    prompts = [base[: 15 + 9 * i] for i in range(4)]
+    follow = [_prompt(tokenizer, f"Too low {i}")[1:] for i in range(4)]
+    p2, _, second = _turns(engine, prompts, follow, temperature=0.8, max_tokens=8)
+    assert engine.prefix_cache.hits == 4
+
+    async def mixed():
+        fresh = [base[:30], base[:44]]
+        reqs = [(f"m{i}", p) for i, p in enumerate(fresh)]
+        return await asyncio.gather(
+            *[
+                engine.generate(rid, prompt_ids=p, sampling_params={"temperature": 0.8, "max_tokens": 8})
+                for rid, p in reqs
+            ]
+        ), fresh
+
+    outs, fresh = asyncio.run(mixed())
+    for p, o in [*zip(p2, second, strict=True), *zip(fresh, outs, strict=True)]:
+        ref = _reference_logprobs(engine, p, o.token_ids, temperature=0.8)
+        assert torch.allclose(ref, torch.tensor(o.log_probs), atol=1e-4)
+
+
+def test_a_weight_load_clears_the_prefix_cache(model_path, tokenizer):
+    from rollout.hf_engine import HFEngine
+
+    engine = HFEngine(model_path, seed=0)
+    _turns(engine, [_prompt(tokenizer)], [[5, 6]])
+    assert len(engine.prefix_cache) == 1  # the second turn's states wait for a third turn
+    state = {k: v.clone() for k, v in engine.model.state_dict().items()}
+    asyncio.run(engine.load_weights(state))
+    assert len(engine.prefix_cache) == 0 and engine.prefix_cache.tokens == 0
+
+
+def test_prefix_cache_keeps_its_token_cap_and_takes_the_longest_prefix():
+    from rollout.prefix_cache import PrefixCache
+
+    cache = PrefixCache(max_tokens=10)
+    cache.store([1, 2], ["k"], ["v"])
+    cache.store([1, 2, 3, 4], ["k"], ["v"])
+    assert cache.take([1, 2, 3, 4, 5]).tokens == [1, 2, 3, 4]
+    assert cache.take([1, 2, 3, 4]).tokens == [1, 2]  # a strict prefix only
+    cache.store(list(range(6)), ["k"], ["v"])
+    cache.store(list(range(100, 106)), ["k"], ["v"])  # 12 > 10: the older entry goes
+    assert len(cache) == 1 and cache.tokens == 6
+    cache.store(list(range(11)), ["k"], ["v"])  # longer than the cap: not kept
+    assert cache.tokens == 6
+    with pytest.raises(ValueError, match="max_tokens"):
+        PrefixCache(-1)
