@@ -1,0 +1,194 @@
+"""Env servers as a pool: `envs.make(id, remote=[url, ...])` on real `python -m envs serve` servers.
+
+Episodes spread over the live servers; a dead or hung server leaves the pool and the episodes it held are
+replayed on a live one, answering exactly as local play; with no live server the error is one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+import httpx
+import pytest
+
+import envs
+from envs.remote import RemoteEnvError
+from envs.remote.pool import EnvServerPool
+from envs.remote.pooled_env import PooledRemoteEnv
+from tools.loopback_server import free_port, spawn_server, stop_server
+
+ENV_ID = "guess-number-v0"
+
+
+def _serve(port: int | None = None):
+    return spawn_server(["-m", "envs", "serve"], port=port)
+
+
+def _sessions(url: str) -> int:
+    return httpx.get(f"{url}/health", timeout=5).json()["sessions"]
+
+
+def _expert_script(seed: int) -> list[tuple[str, tuple]]:
+    """The expert's actions for `seed` and the local env's answers (messages, reward, terminated, truncated)."""
+    env = envs.make(ENV_ID)
+    env.reset(seed=seed)
+    out = []
+    while True:
+        action = env.unwrapped.expert_action()
+        result = env.step(action)
+        out.append((action, tuple(result[:4])))
+        if result[2] or result[3]:
+            return out
+
+
+@pytest.fixture
+def two_servers():
+    started = [_serve(), _serve()]
+    yield [url for url, _ in started], [proc for _, proc in started]
+    for _, proc in started:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+        stop_server(proc)
+
+
+def test_episodes_spread_evenly_and_play_as_local(two_servers):
+    urls, _ = two_servers
+    pool = EnvServerPool(urls)
+    made = [PooledRemoteEnv(ENV_ID, pool) for _ in range(6)]
+    try:
+        assert [_sessions(u) for u in urls] == [3, 3]
+        assert sorted(m.url for m in made) == sorted(urls * 3)
+        env = made[0]
+        local = envs.make(ENV_ID)
+        assert env.reset(seed=5)[0] == local.reset(seed=5)[0]
+        for action, seen in _expert_script(5):
+            assert tuple(env.step(action)[:4]) == seen
+    finally:
+        for env in made:
+            env.close()
+    assert [_sessions(u) for u in urls] == [0, 0]
+    assert [s.open_sessions for s in pool.servers.values()] == [0, 0]
+
+
+def test_a_server_down_from_the_start_is_left_out_with_a_warning(two_servers, caplog):
+    urls, _ = two_servers
+    dead = f"http://127.0.0.1:{free_port()}"
+    pool = EnvServerPool([dead, urls[0]])
+    with caplog.at_level(logging.WARNING, logger="envs.remote.pool"):
+        made = [PooledRemoteEnv(ENV_ID, pool) for _ in range(3)]
+    assert {m.url for m in made} == {urls[0]}
+    assert [r.getMessage() for r in caplog.records if dead in r.getMessage()] == [
+        f"env server {dead} is down ({pool.servers[dead].reason}); out of the pool, 1 of 2 left"
+    ]
+    for env in made:
+        env.close()
+
+
+def test_no_live_server_is_one_line_naming_each():
+    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
+    with pytest.raises(RemoteEnvError) as caught:
+        envs.make(ENV_ID, remote=dead)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("all 2 env servers are down: ")
+    assert all(url in message for url in dead) and "ConnectError" in message
+    with pytest.raises(
+        RemoteEnvError, match=r"env server http://127\.0\.0\.1:\d+ \(.*\) is not reachable; start it"
+    ):
+        envs.make(ENV_ID, remote=dead[:1])
+
+
+@pytest.mark.parametrize("bad", [[], ["localhost:8000"], [8000], ("x",)])
+def test_bad_server_lists_are_one_line(bad):
+    with pytest.raises(ValueError, match=r"^remote="):
+        envs.make(ENV_ID, remote=bad)
+
+
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
+def test_episode_moves_to_a_live_server_by_replay(two_servers, fault):
+    urls, procs = two_servers
+    pool = EnvServerPool(urls, health_timeout_s=1.0, recheck_s=60.0)
+    env = PooledRemoteEnv(ENV_ID, pool, timeout_s=2.0)
+    first = env.url
+    other = urls[1 - urls.index(first)]
+    script = _expert_script(11)
+    assert len(script) >= 3
+    env.reset(seed=11)
+    half = len(script) // 2
+    for action, seen in script[:half]:
+        assert tuple(env.step(action)[:4]) == seen
+    os.kill(procs[urls.index(first)].pid, getattr(signal, fault))
+    for action, seen in script[half:]:
+        assert tuple(env.step(action)[:4]) == seen
+    assert env.url == other
+    assert len(env.failovers) == 1
+    move = env.failovers[0]
+    assert (move["from"], move["to"], move["replayed_steps"], move["seed"]) == (first, other, half, 11)
+    kind = "ReadTimeout" if fault == "SIGSTOP" else "Connect"
+    assert kind in move["reason"]
+    assert pool.servers[first].alive is False
+    # The next episode starts on the live server, and a fresh reset clears the record.
+    env.reset(seed=12)
+    assert env.failovers == [] and env.url == other
+    env.close()
+
+
+def test_astep_moves_too(two_servers):
+    urls, procs = two_servers
+    env = PooledRemoteEnv(ENV_ID, EnvServerPool(urls, recheck_s=60.0))
+    script = _expert_script(3)
+    env.reset(seed=3)
+
+    async def play() -> None:
+        await env.astep(script[0][0])
+        procs[urls.index(env.url)].kill()
+        for action, seen in script[1:]:
+            assert tuple((await env.astep(action))[:4]) == seen
+
+    asyncio.run(play())
+    assert env.failovers[0]["replayed_steps"] == 1
+    env.close()
+
+
+def test_unseeded_episode_is_lost_not_replayed(two_servers):
+    urls, procs = two_servers
+    env = PooledRemoteEnv(ENV_ID, EnvServerPool(urls, recheck_s=60.0))
+    env.reset()
+    procs[urls.index(env.url)].kill()
+    with pytest.raises(RemoteEnvError, match="an unseeded episode cannot be replayed") as caught:
+        env.step("<guess>50</guess>")
+    assert caught.value.code == "episode_lost"
+    env.close()
+
+
+def test_all_servers_dying_loses_the_episode_in_one_line(two_servers):
+    urls, procs = two_servers
+    env = PooledRemoteEnv(ENV_ID, EnvServerPool(urls, recheck_s=60.0))
+    env.reset(seed=1)
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+    with pytest.raises(RemoteEnvError) as caught:
+        env.step("<guess>50</guess>")
+    assert caught.value.code == "episode_lost" and "all 2 env servers are down" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    env.close()
+
+
+def test_a_server_that_returns_is_back_in_the_pool(two_servers):
+    urls, procs = two_servers
+    pool = EnvServerPool(urls, recheck_s=0.0)
+    port = int(urls[0].rsplit(":", 1)[1])
+    procs[0].kill()
+    procs[0].wait()
+    held = PooledRemoteEnv(ENV_ID, pool)
+    assert held.url == urls[1]
+    assert pool.servers[urls[0]].alive is False
+    _, procs[0] = _serve(port)
+    back = PooledRemoteEnv(ENV_ID, pool)
+    assert pool.servers[urls[0]].alive is True
+    assert back.url == urls[0]  # the least loaded: it holds none, the other one
+    for env in (held, back):
+        env.close()
