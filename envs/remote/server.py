@@ -44,7 +44,7 @@ from envs.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote.wire import decode_action, error_body, to_json
 from tools.cli_errors import ArgumentParser, UsageError, check_port_free, run_cli
-from tools.request_error import RequestError
+from tools.serving.errors import RequestError
 
 _MB = 1024 * 1024
 # The fields each request body may have: anything else is refused by name, not ignored.

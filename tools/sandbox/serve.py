@@ -33,7 +33,7 @@ from typing import Any
 import pydantic
 
 from tools.cli_errors import ArgumentParser, UsageError, check_port_free, run_cli
-from tools.request_error import RequestError
+from tools.serving.errors import RequestError
 from tools.sandbox.local import LocalSandbox
 from tools.sandbox.result import SandboxResult
 
