@@ -2,50 +2,34 @@
 
 verl instantiates it per sample (through `rollout/agent_loop.yaml` given as
 `actor_rollout_ref.rollout.agent.agent_loop_config_path`, or `@register` when this module is
-imported) and calls `run(sampling_params, **row)` with the dataset row's non-tensor columns. The row's
-`extra_info` names the episode: `{"env_id": str, "seed": int, "env_kwargs": dict | JSON str}`.
-The engine is verl's server manager; the episode logic is `rollout.episode.run_episode`, shared with
+imported) and calls `run(sampling_params, **row)` with the dataset row's non-tensor columns, read
+here as an `EpisodeRow` (rollout/episode_row.py: the columns the trainer writes). The engine is
+verl's server manager; the episode logic is `rollout.episode.run_episode`, shared with
 `rollout.collect`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from rollout.episode import EpisodeConfig, run_episode
+from rollout.episode_row import AGENT_NAME, EpisodeRow
+from rollout.reward_placement import place_turn_rewards
 
-AGENT_NAME = "turngym"
-# Optional per-row column: the difficulty to play this row at, overriding env_kwargs' (set by the
-# trainer's curriculum; rows without it play as the dataset says).
-DIFFICULTY_KEY = "turngym_difficulty"
-# Optional per-row column: the sampling temperature for this row (0 = greedy), overriding the batch's;
-# validation rows carry it so one pass measures greedy and sampled play (trainer/datasets.py).
-TEMPERATURE_KEY = "turngym_temperature"
-# Row column: seeds the episode's sampling (validation rows carry their env seed, so the same weights
-# replay the same held-out episodes; training rows leave it empty and GRPO's samples differ).
-SAMPLING_SEED_KEY = "turngym_sampling_seed"
+# The per-row columns the agent loop reads, by their EpisodeRow names (kept for callers of these).
+DIFFICULTY_KEY = EpisodeRow.DIFFICULTY
+TEMPERATURE_KEY = EpisodeRow.TEMPERATURE
+SAMPLING_SEED_KEY = EpisodeRow.SAMPLING_SEED
 
 
 def episode_spec(kwargs: dict[str, Any]) -> tuple[str, int | None, dict[str, Any]]:
-    """(env_id, seed, env_kwargs) from a dataset row's columns (`extra_info` or top-level keys)."""
-    extra = kwargs.get("extra_info") or {}
-    if isinstance(extra, str):
-        extra = json.loads(extra)
-    env_id = extra.get("env_id", kwargs.get("env_id"))
-    if not env_id:
-        raise ValueError("dataset row has no env_id (expected extra_info.env_id)")
-    seed = extra.get("seed", kwargs.get("seed"))
-    env_kwargs = extra.get("env_kwargs", kwargs.get("env_kwargs")) or {}
-    if isinstance(env_kwargs, str):
-        env_kwargs = json.loads(env_kwargs) if env_kwargs.strip() else {}
-    # Parquet stores dicts as structs with the union of all rows' keys; absent keys come back as None.
-    env_kwargs = {k: v for k, v in dict(env_kwargs).items() if v is not None}
-    return str(env_id), None if seed is None else int(seed), env_kwargs
+    """(env_id, seed, env_kwargs) of a dataset row's columns (see `EpisodeRow.from_row`)."""
+    row = EpisodeRow.from_row(kwargs)
+    return row.env_id, row.seed, dict(row.env_kwargs)
 
 
 @register(AGENT_NAME)
@@ -74,29 +58,23 @@ class TurnGymAgentLoop(AgentLoopBase):
         """Play the row's episode with verl's server manager as the engine."""
         import envs
 
-        env_id, seed, env_kwargs = episode_spec(kwargs)
-        if kwargs.get(DIFFICULTY_KEY):
-            env_kwargs["difficulty"] = str(kwargs[DIFFICULTY_KEY])
-        temperature = kwargs.get(TEMPERATURE_KEY)
-        if temperature is not None and temperature == temperature:  # parquet fills absent values with NaN
-            sampling_params = {**sampling_params, "temperature": float(temperature)}
-        sampling_seed = kwargs.get(SAMPLING_SEED_KEY)
-        if sampling_seed is not None and sampling_seed == sampling_seed:
-            sampling_params = {**sampling_params, "sampling_seed": int(sampling_seed)}
-        env = None
+        env, env_id, seed = None, None, None
         try:
-            env = envs.make(env_id, **env_kwargs)
+            # A bad row or env id fails this sample, not the batch.
+            row = EpisodeRow.from_row(kwargs)
+            env_id, seed = row.env_id, row.seed
+            env = envs.make(env_id, **row.play_kwargs())
             traj = await run_episode(
                 env,
                 self.server_manager,
                 self.tokenizer,
                 seed=seed,
-                sampling_params=sampling_params,
+                sampling_params=row.sampling(sampling_params),
                 config=self.episode_config,
                 request_id=uuid.uuid4().hex,
                 env_id=env_id,
             )
-        except Exception as exc:  # a bad row or env id fails this sample, not the batch
+        except Exception as exc:
             from rollout.trajectory import Trajectory
 
             traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed, failed=True, termination="failed")
@@ -127,12 +105,11 @@ class TurnRewardOutput(AgentLoopOutput):
         # A score replaced after the episode (e.g. by a reward function) no longer matches the turns.
         if not rewards or len(rewards) != len(positions) or abs(sum(rewards) - self.reward_score) > 1e-6:
             return output
-        if any(not 0 <= int(p) < scores.numel() for p in positions):
+        try:
+            placed = place_turn_rewards(scores.numel(), positions, rewards)
+        except ValueError:
             return output
-        per_turn = scores.new_zeros(scores.shape)
-        for p, r in zip(positions, rewards, strict=True):
-            per_turn[int(p)] += float(r)
-        output["rm_scores"] = per_turn
+        output["rm_scores"] = scores.new_tensor(placed)
         return output
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rollout.reward_placement import place_turn_rewards
 from rollout.trajectory import Trajectory
 
 
@@ -52,7 +53,8 @@ def to_dataproto(
             r_attn[i, :k] = 1
             r_mask[i, :k] = torch.tensor(t.loss_mask)
             logprobs[i, :k] = torch.tensor(t.logprobs, dtype=torch.float32)
-            scores[i, :k] = torch.tensor(t.token_rewards(), dtype=torch.float32)
+            placed = place_turn_rewards(k, t.reward_positions, t.rewards)
+            scores[i, :k] = torch.tensor(placed, dtype=torch.float32)
     attention = torch.cat([p_mask, r_attn], dim=1)
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0) * attention
     tensors = {

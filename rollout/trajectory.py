@@ -78,11 +78,9 @@ class Trajectory:
 
     def token_rewards(self) -> list[float]:
         """A reward per response token: each turn's reward on its last generated token (rm_scores)."""
-        out = [0.0] * len(self.response_ids)
-        for pos, r in zip(self.reward_positions, self.rewards, strict=True):
-            if out:
-                out[pos] += r
-        return out
+        from rollout.reward_placement import place_turn_rewards
+
+        return place_turn_rewards(len(self.response_ids), self.reward_positions, self.rewards)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (turns as dicts, derived rewards included for readers)."""

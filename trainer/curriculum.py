@@ -11,7 +11,11 @@ The driver owns the state. Before each step it picks every training row's diffic
 ``Curriculum.difficulty(env_id, seed)``, a pure function of the row's seed and the state at that
 step (so the GRPO samples of a row share one episode and a resumed run picks what the killed one
 would have); after the step it feeds the step's episodes to ``Curriculum.update``. The state is
-saved in every checkpoint folder (``curriculum.json``) and loaded with it. Nothing here imports verl.
+saved in every checkpoint folder (``curriculum.json``) and loaded with it.
+
+This module is the schedule alone: it imports neither verl nor the envs. Which envs have levels and
+their openings at every level are ``trainer.curriculum_rows``; the hook into verl's trainer is
+``trainer.curriculum_hook``.
 """
 
 from __future__ import annotations
@@ -109,7 +113,22 @@ def unit_draw(salt: int, env_id: str, seed: int) -> float:
 
 
 class Curriculum:
-    """The driver-side curriculum state for the envs of one run, with its update rule and checkpoint form."""
+    """The driver-side curriculum state for the envs of one run, with its update rule and checkpoint form.
+
+    Args:
+        config: thresholds, window, level weights and the draw's salt.
+        env_ids: the envs the curriculum moves (those with easy, medium and hard levels).
+
+    >>> cur = Curriculum(CurriculumConfig(enable=True, window=2), ["maze-v0"])
+    >>> cur.difficulty("maze-v0", seed=5)  # the easy level's weights are (1, 0, 0)
+    'easy'
+    >>> cur.update([("maze-v0", "easy", True), ("maze-v0", "easy", True)])
+    ['maze-v0 easy -> medium (frontier success 1.00)']
+    >>> cur.weights("maze-v0")
+    (0.2, 0.8, 0.0)
+    >>> print(cur.difficulty("other-v0", seed=5))  # not in the curriculum: play as the row says
+    None
+    """
 
     def __init__(self, config: CurriculumConfig, env_ids: Iterable[str]) -> None:
         self.config = config
@@ -123,7 +142,15 @@ class Curriculum:
         return tuple(float(w) / total for w in raw)  # type: ignore[return-value]
 
     def difficulty(self, env_id: str, seed: int) -> str | None:
-        """The difficulty to play the row (env_id, seed) at now; None for envs outside the curriculum."""
+        """The difficulty to play the row (env_id, seed) at now.
+
+        Args:
+            env_id: the row's env.
+            seed: the row's env seed (fixes the draw, so a row's GRPO samples play one episode).
+
+        Returns:
+            ``"easy"``, ``"medium"`` or ``"hard"``; None for envs outside the curriculum.
+        """
         if env_id not in self.envs:
             return None
         # One draw per (env, seed), compared against the cumulative weights: as the weights move to
@@ -138,7 +165,15 @@ class Curriculum:
         return LEVELS[max(i for i, w in enumerate(weights) if w > 0)]
 
     def update(self, episodes: Iterable[tuple[str, str | None, bool]]) -> list[str]:
-        """Record (env_id, difficulty, success) of finished episodes; return the level moves made."""
+        """Record finished episodes; move an env's level when its full window says so.
+
+        Args:
+            episodes: ``(env_id, difficulty played, success)`` of each finished episode; only those
+                played at their env's current level count.
+
+        Returns:
+            One line per level move made, e.g. ``"maze-v0 easy -> medium (frontier success 0.75)"``.
+        """
         moves = []
         for env_id, difficulty, success in episodes:
             state = self.envs.get(env_id)
@@ -221,158 +256,3 @@ class Curriculum:
             return False
         self.load_state_dict(json.loads(path.read_text()))
         return True
-
-
-def has_levels(env_id: str) -> bool:
-    """True when the env's constructor takes ``difficulty`` with all of easy, medium and hard."""
-    import envs
-
-    try:
-        cls = envs.spec(env_id).load()
-    except Exception:  # noqa: BLE001 - unknown ids are reported by the config check
-        return False
-    declared = getattr(cls, "difficulties", None) or (getattr(cls, "reset_options", None) or {}).get(
-        "difficulty"
-    )
-    return bool(declared) and all(level in declared for level in LEVELS)
-
-
-def curriculum_env_ids(env_ids: Iterable[str]) -> list[str]:
-    """The env ids (of a run's mixture) that have the three levels the curriculum moves through."""
-    return sorted(env_id for env_id in set(env_ids) if has_levels(env_id))
-
-
-def level_opening_rows(rows: Iterable[Mapping[str, Any]], env_ids: Iterable[str]) -> list[dict[str, Any]]:
-    """Copies of the curriculum envs' rows at every other level, each with that level's opening prompt."""
-    # The prompt budget is measured on these too: a harder level can open with a longer prompt (a
-    # bigger maze) than the dataset's difficulty, and a prompt over budget trains on nothing.
-    from trainer.datasets import opening_messages
-
-    managed = set(env_ids)
-    out = []
-    for row in rows:
-        extra = dict(row["extra_info"])
-        if extra["env_id"] not in managed:
-            continue
-        kwargs = json.loads(extra.get("env_kwargs") or "{}")
-        for level in LEVELS:
-            if kwargs.get("difficulty") == level:
-                continue
-            level_kwargs = {**kwargs, "difficulty": level}
-            out.append(
-                {
-                    **row,
-                    "prompt": opening_messages(extra["env_id"], level_kwargs, int(extra["seed"])),
-                    "extra_info": {**extra, "env_kwargs": json.dumps(level_kwargs, sort_keys=True)},
-                }
-            )
-    return out
-
-
-def write_level_openings(train_path: str | Path, out_path: str | Path, env_ids: Iterable[str]) -> Path:
-    """Write ``level_opening_rows`` of the training rows to ``out_path`` (parquet) for the prompt budget."""
-    import pandas as pd
-
-    rows = pd.read_parquet(train_path).to_dict("records")
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(level_opening_rows(rows, env_ids)).to_parquet(out_path)
-    return out_path
-
-
-class CurriculumTrainerMixin:
-    """Curriculum hooks for verl's v1 ``PPOTrainer`` (mix in before it): difficulty per training row,
-    the update after each step, the state in each checkpoint folder.
-
-    Methods overridden, all of them ``PPOTrainer``'s: ``_next_train_batch`` (every training prompt
-    the trainer sends to the rollout passes through it; validation does not), ``step`` (runs before
-    the checkpoint of the same step is saved), ``_save_checkpoint`` and ``_load_checkpoint``.
-    """
-
-    def __init__(self, config: Any, **kwargs: Any) -> None:
-        super().__init__(config=config, **kwargs)
-        self.curriculum: Curriculum | None = None
-        settings = CurriculumConfig.from_mapping(config.turngym.get("curriculum"))
-        if settings.enable:
-            from trainer.compose import env_entries
-
-            env_ids = curriculum_env_ids(entry["id"] for entry in env_entries(config))
-            self.curriculum = Curriculum(settings, env_ids)
-            print(f"[turngym] curriculum over {', '.join(env_ids) or 'no env (none has levels)'}", flush=True)
-
-    def _next_train_batch(self, num_prompts: int | None = None) -> Any:
-        batch = super()._next_train_batch(num_prompts)
-        if self.curriculum is not None:
-            from verl.utils import tensordict_utils as tu
-
-            from rollout.agent_loop import DIFFICULTY_KEY
-
-            picks = [
-                self.curriculum.difficulty(str(extra["env_id"]), int(extra["seed"])) or ""
-                for extra in tu.get(batch, "extra_info")
-            ]
-            tu.assign_non_tensor_stack(batch, DIFFICULTY_KEY, picks)
-        return batch
-
-    def step(self, metrics: dict, timing_raw: dict) -> Any:
-        batch = super().step(metrics, timing_raw)
-        if self.curriculum is not None:
-            metrics.update(self._update_curriculum(batch))
-        return batch
-
-    def _update_curriculum(self, batch: Any) -> dict[str, float]:
-        """Feed the step's real episodes to the curriculum; its metrics for this step."""
-        import numpy as np
-        import transfer_queue as tq
-        from verl.utils import tensordict_utils as tu
-
-        from rollout.agent_loop import DIFFICULTY_KEY
-        from trainer.progress import episode_successes
-
-        data = tq.kv_batch_get(
-            keys=batch.keys,
-            partition_id=batch.partition_id,
-            select_fields=["extra_info", DIFFICULTY_KEY, "extra_fields", "rm_scores"],
-        )
-        infos = list(tu.get(data, "extra_info"))
-        picks = [str(d or "") for d in tu.get(data, DIFFICULTY_KEY)]
-        extra_fields = list(tu.get(data, "extra_fields"))
-        scores = np.array([float(t.sum()) for t in data["rm_scores"].unbind(0)])
-        successes = episode_successes(extra_fields, scores, float(self.config.turngym.success_threshold))
-        real = [
-            i
-            for i, tag in enumerate(batch.tags)
-            if not tag.get("is_padding", False) and not (extra_fields[i] or {}).get("turngym_failed", False)
-        ]
-        moves = self.curriculum.update(
-            (str(infos[i]["env_id"]), picks[i] or None, bool(successes[i])) for i in real
-        )
-        for move in moves:
-            print(f"[turngym] curriculum: {move}", flush=True)
-        return self.curriculum.metrics(picks[i] for i in real)
-
-    def _save_checkpoint(self) -> None:
-        if self.curriculum is not None:
-            # Before verl's own save: verl marks the folder latest last, so a latest checkpoint
-            # always holds the curriculum of its step.
-            self.curriculum.save(
-                Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
-            )
-        super()._save_checkpoint()
-
-    def _load_checkpoint(self) -> None:
-        super()._load_checkpoint()
-        if self.curriculum is None or not self.global_steps:
-            return
-        if self.config.trainer.resume_mode == "resume_path":
-            folder = Path(self.config.trainer.resume_from_path)
-        else:
-            folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
-        if self.curriculum.load(folder):
-            levels = ", ".join(f"{e} {LEVELS[s.level]}" for e, s in self.curriculum.envs.items())
-            print(f"[turngym] curriculum resumed at step {self.global_steps}: {levels}", flush=True)
-        else:
-            print(
-                f"[turngym] no {STATE_FILE} in {folder}: the curriculum starts over at {self.curriculum.config.start}",
-                flush=True,
-            )

@@ -1,34 +1,33 @@
 """Parquet datasets in verl's RLHFDataset layout, one row per episode (env id + seed), train/val seeds disjoint.
 
-Row layout (read by the turngym agent loop, see docs/rollout.md):
-
-    data_source   env id (verl groups validation metrics by it)
-    prompt        the env's opening messages for that seed ([{role, content}], for length filters/logs)
-    ability       the env's category
-    reward_model  {"style": "env", "ground_truth": ""}  (rewards come from the env, not a reward fn)
-    extra_info    {"env_id", "seed", "env_kwargs", "index", "split"}; env_kwargs is a JSON object string
-    agent_name    "turngym"
-
-With ``val_greedy`` every validation seed is written twice: as above (played with verl's
-``val_kwargs``) and a copy with ``turngym_temperature: 0.0`` (greedy, read by the agent loop) whose
+The row format (columns, ``env_kwargs`` encoding) is ``rollout.episode_row.EpisodeRow``, shared with
+the agent loop that plays the rows. With ``val_greedy`` every validation seed is written twice: as is
+(played with verl's ``val_kwargs``) and a greedy copy (``turngym_temperature: 0.0``) whose
 ``data_source`` is ``<env id>@greedy``, so one validation reports both.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-AGENT_NAME = "turngym"
-# Column the agent loop reads as a per-row sampling temperature (rollout/agent_loop.py TEMPERATURE_KEY).
-TEMPERATURE_COLUMN = "turngym_temperature"
-GREEDY_SUFFIX = "@greedy"
-# Column the agent loop reads as the episode's sampling seed (rollout/agent_loop.py SAMPLING_SEED_KEY):
-# validation rows carry their env seed, so sampled validation of the same weights is the same episodes.
-SAMPLING_SEED_COLUMN = "turngym_sampling_seed"
+from rollout.episode_row import AGENT_NAME, EpisodeRow
+
+__all__ = [
+    "AGENT_NAME",
+    "assign_envs",
+    "episode_rows",
+    "opening_prompts",
+    "rows_for_episodes",
+    "validation_rows",
+    "with_greedy_copies",
+    "write_datasets",
+    "write_rows",
+]
 
 
 def assign_envs(entries: list[dict], n: int, seed: int) -> list[dict]:
@@ -43,16 +42,30 @@ def assign_envs(entries: list[dict], n: int, seed: int) -> list[dict]:
     return [entries[i] for i in order]
 
 
-def opening_messages(env_id: str, env_kwargs: dict, seed: int) -> list[dict[str, str]]:
-    """The conversation an episode starts from, reduced to role/content strings."""
+def opening_prompts(episodes: Iterable[tuple[str, int, dict]]) -> list[list[dict[str, str]]]:
+    """The opening conversation of each ``(env_id, seed, env_kwargs)``, reduced to role/content strings.
+
+    One env is built per distinct (env id, kwargs) and reset once per seed: an env's reset with a seed
+    fixes the episode whatever it played before (the Gymnasium contract), and the agent loop builds
+    and resets its own env for every episode it plays, so this is the only render of the prompt.
+    """
     import envs
 
-    env = envs.make(env_id, **env_kwargs)
+    built: dict[tuple[str, str], Any] = {}
+    prompts = []
     try:
-        messages, _ = env.reset(seed=seed)
+        for env_id, seed, kwargs in episodes:
+            key = (env_id, json.dumps(kwargs, sort_keys=True, default=str))
+            if key not in built:
+                built[key] = envs.make(env_id, **kwargs)
+            messages, _ = built[key].reset(seed=seed)
+            prompts.append(
+                [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
+            )
     finally:
-        env.close()
-    return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
+        for env in built.values():
+            env.close()
+    return prompts
 
 
 def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> list[dict[str, Any]]:
@@ -68,25 +81,19 @@ def rows_for_episodes(episodes: list[tuple[str, int, dict]], split: str) -> list
     """One row per ``(env_id, seed, env_kwargs)``, in this order (a user's own rows, or a mixture's)."""
     import envs
 
-    rows = []
-    for index, (env_id, seed, kwargs) in enumerate(episodes):
-        rows.append(
-            {
-                "data_source": env_id,
-                "prompt": opening_messages(env_id, kwargs, seed),
-                "ability": envs.spec(env_id).category,
-                "reward_model": {"style": "env", "ground_truth": ""},
-                "extra_info": {
-                    "env_id": env_id,
-                    "seed": seed,
-                    "env_kwargs": json.dumps(kwargs, sort_keys=True),
-                    "index": index,
-                    "split": split,
-                },
-                "agent_name": AGENT_NAME,
-            }
-        )
-    return rows
+    prompts = opening_prompts(episodes)
+    return [
+        EpisodeRow(
+            env_id=env_id,
+            seed=seed,
+            env_kwargs=kwargs,
+            prompt=prompt,
+            ability=envs.spec(env_id).category,
+            index=index,
+            split=split,
+        ).to_row()
+        for index, ((env_id, seed, kwargs), prompt) in enumerate(zip(episodes, prompts, strict=True))
+    ]
 
 
 def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
@@ -101,15 +108,18 @@ def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
 
 def with_greedy_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`rows` (sampled with verl's val_kwargs) followed by greedy copies under `<env id>@greedy`."""
-    greedy = [
-        {**row, "data_source": row["data_source"] + GREEDY_SUFFIX, TEMPERATURE_COLUMN: 0.0} for row in rows
-    ]
-    return [{**row, TEMPERATURE_COLUMN: None} for row in rows] + greedy
+    episodes = [EpisodeRow.from_row(row) for row in rows]
+    return [e.to_row() for e in episodes] + [e.greedy_copy().to_row() for e in episodes]
 
 
 def validation_rows(rows: list[dict[str, Any]], greedy: bool) -> list[dict[str, Any]]:
     """Validation `rows` with their sampling seeded by their env seed, plus greedy copies if `greedy`."""
-    seeded = [{**row, SAMPLING_SEED_COLUMN: row["extra_info"]["seed"]} for row in rows]
+    from dataclasses import replace
+
+    seeded = []
+    for row in rows:
+        episode = EpisodeRow.from_row(row)
+        seeded.append(replace(episode, sampling_seed=episode.seed).to_row())
     return with_greedy_copies(seeded) if greedy else seeded
 
 

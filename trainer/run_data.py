@@ -115,13 +115,13 @@ def _check_seed_ranges(cfg: DictConfig) -> None:
 
 def _check_mixed_disjoint(staging: Path) -> None:
     """One split from the user, one generated: they still must not share an episode."""
-    import json
-
     import pandas as pd
 
+    from rollout.episode_row import EpisodeRow
+
     def episodes(path: Path) -> list[tuple[str, int, dict]]:
-        infos = pd.read_parquet(path, columns=["extra_info"])["extra_info"]
-        return [(i["env_id"], int(i["seed"]), json.loads(i["env_kwargs"])) for i in infos]
+        rows = pd.read_parquet(path, columns=[EpisodeRow.EXTRA_INFO]).to_dict("records")
+        return [(e.env_id, int(e.seed), dict(e.env_kwargs)) for e in map(EpisodeRow.from_row, rows)]
 
     check_disjoint(episodes(staging / "train.parquet"), episodes(staging / "val.parquet"))
 
@@ -130,7 +130,8 @@ def _curriculum_openings(cfg: DictConfig, entries: list[dict], train: Path, out:
     """With ``turngym.curriculum`` on, the training rows' openings at every level (for the prompt budget)."""
     # A harder level can open with a longer prompt (a bigger maze) than the dataset's difficulty. The
     # curriculum moves the envs of the env group (trainer/curriculum.py), so those are measured.
-    from trainer.curriculum import CurriculumConfig, curriculum_env_ids, write_level_openings
+    from trainer.curriculum import CurriculumConfig
+    from trainer.curriculum_rows import curriculum_env_ids, write_level_openings
 
     try:
         settings = CurriculumConfig.from_mapping(cfg.turngym.get("curriculum"))

@@ -27,7 +27,7 @@ from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 import trainer.positive_grpo  # noqa: F401 - registers positive_grpo in verl
-from trainer.curriculum import CurriculumTrainerMixin
+from trainer.curriculum_hook import CurriculumTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,
     TURNS_KEY,
@@ -66,9 +66,40 @@ class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainer
             print(
                 f"[turngym] resuming after step {self.global_steps}; dropped {dropped} later metric records"
             )
+        self._report_placement(agent_loop_manager)
         first = "validating, then training" if self.config.trainer.get("val_before_train") else "training"
         print(f"[turngym] workers ready: {first} to step {self.total_training_steps}", flush=True)
         super().fit(agent_loop_manager)
+
+    def _placement_roles(self, agent_loop_manager) -> list[tuple[str, object]]:
+        """(role, actor handle) for every long-lived process of the run; None is this trainer itself."""
+        roles: list[tuple[str, object]] = [("trainer", None)]
+        roles += [(f"actor rank {i}", w) for i, w in enumerate(self.actor_rollout_wg.workers)]
+        if getattr(self, "use_critic", False):
+            roles += [(f"critic rank {i}", w) for i, w in enumerate(self.critic_wg.workers)]
+        for i, replica in enumerate(self.llm_server_manager.get_replicas()):
+            roles += [(f"rollout replica {i}", server) for server in replica.servers]
+        roles += [(f"agent-loop worker {i}", w) for i, w in enumerate(agent_loop_manager.agent_loop_workers)]
+        handles = getattr(self.reward_loop_manager, "reward_loop_worker_handles", None) or []
+        roles += [(f"reward worker {i}", w) for i, w in enumerate(handles)]
+        return roles
+
+    def _report_placement(self, agent_loop_manager) -> None:
+        """Print and save which node and pid each role runs on (see trainer/placement.py)."""
+        from pathlib import Path
+
+        from trainer.placement import placement_rows, placement_table, write_placement
+
+        try:
+            rows = placement_rows(self._placement_roles(agent_loop_manager))
+        except Exception as exc:  # a report, never a reason to stop training; says why it is missing
+            print(f"[turngym] placement not reported: {type(exc).__name__}: {exc}", flush=True)
+            return
+        path = write_placement(rows, Path(str(self.config.turngym.output_dir)) / "placement.json")
+        nodes = len({r["node_id"] for r in rows})
+        print(f"[turngym] placement over {nodes} node(s) ({path}):", flush=True)
+        for line in placement_table(rows).splitlines():
+            print(f"[turngym]   {line}", flush=True)
 
     def _validate(self) -> dict[str, float]:
         # A validation pass with a real model takes minutes: say when it starts and how long it took.

@@ -9,15 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer.curriculum import (
-    LEVELS,
-    STATE_FILE,
-    Curriculum,
-    CurriculumConfig,
-    curriculum_env_ids,
-    level_opening_rows,
-    unit_draw,
-)
+from trainer.curriculum import LEVELS, STATE_FILE, Curriculum, CurriculumConfig, unit_draw
+from trainer.curriculum_rows import curriculum_env_ids, level_opening_rows
 
 REPO = Path(__file__).resolve().parents[2]
 # Small enough for CI on CPU (as tests/trainer/test_train_e2e.py).

@@ -1,0 +1,64 @@
+"""The curriculum's rows: which envs it moves, and the training rows' openings at every level.
+
+The curriculum (``trainer.curriculum``) moves envs whose constructor takes ``difficulty`` with all
+of easy, medium and hard. A harder level can open with a longer prompt (a bigger maze) than the
+dataset's difficulty, and a prompt over budget trains on nothing, so trainer.run measures the prompt
+budget on the rows' openings at every level too (``write_level_openings``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rollout.episode_row import EpisodeRow
+from trainer.curriculum import LEVELS
+
+
+def has_levels(env_id: str) -> bool:
+    """True when the env's constructor takes ``difficulty`` with all of easy, medium and hard."""
+    import envs
+
+    try:
+        cls = envs.spec(env_id).load()
+    except Exception:  # noqa: BLE001 - unknown ids are reported by the config check
+        return False
+    declared = getattr(cls, "difficulties", None) or (getattr(cls, "reset_options", None) or {}).get(
+        "difficulty"
+    )
+    return bool(declared) and all(level in declared for level in LEVELS)
+
+
+def curriculum_env_ids(env_ids: Iterable[str]) -> list[str]:
+    """The env ids (of a run's mixture) that have the three levels the curriculum moves through."""
+    return sorted(env_id for env_id in set(env_ids) if has_levels(env_id))
+
+
+def level_opening_rows(rows: Iterable[Mapping[str, Any]], env_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """Copies of the curriculum envs' rows at every other level, each with that level's opening prompt."""
+    from trainer.datasets import opening_prompts
+
+    managed = set(env_ids)
+    copies = []
+    for row in rows:
+        episode = EpisodeRow.from_row(row)
+        if episode.env_id not in managed:
+            continue
+        for level in LEVELS:
+            if episode.env_kwargs.get("difficulty") != level:
+                copies.append(replace(episode, env_kwargs={**episode.env_kwargs, "difficulty": level}))
+    prompts = opening_prompts((c.env_id, c.seed, dict(c.env_kwargs)) for c in copies)
+    return [replace(c, prompt=p).to_row() for c, p in zip(copies, prompts, strict=True)]
+
+
+def write_level_openings(train_path: str | Path, out_path: str | Path, env_ids: Iterable[str]) -> Path:
+    """Write ``level_opening_rows`` of the training rows to ``out_path`` (parquet) for the prompt budget."""
+    import pandas as pd
+
+    rows = pd.read_parquet(train_path).to_dict("records")
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(level_opening_rows(rows, env_ids)).to_parquet(out_path)
+    return out_path
