@@ -2,53 +2,85 @@
 
 from __future__ import annotations
 
-import os
 import random
-import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
-
-import gymnasium as gym
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from envs.assistant_turn import AssistantTurn, read_action
-from envs.errors import InvalidAction, InvalidOptions, ResetNeeded
-from envs.messages import Message, tool_result, user
-from envs.seeding import np_random
+from envs.errors import InvalidAction, ResetNeeded
+from envs.extra_tools import resolve_extra_tools
+from envs.lazy_seeding import LazySeeding
+from envs.messages import Message, user
+from envs.reset_options import check_options, describe_options
 from envs.spaces import AssistantAction, ChatMessages
-from envs.splitmix import SplitMix64
 from envs.step_result import StepResult
+from envs.tool_turn import run_tool_turn
+from envs.transcript import render_transcript, unreadable_reply
+from envs.turn_limits import (
+    DEFAULT_MAX_ACTION_CHARS,
+    DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_TIME_S,
+    checked_action_chars,
+    checked_tool_calls,
+    checked_tool_time,
+)
 from tools.run_sync import run_sync
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from tools import Tool, ToolResult
     from tools.calls import ToolCall
     from tools.registry import ToolRegistry
 
-T = TypeVar("T")
+# Importable from here as before the split (`from envs.text_env import render_transcript`, ...).
+__all__ = [
+    "DEFAULT_MAX_ACTION_CHARS",
+    "DEFAULT_MAX_TOOL_CALLS_PER_TURN",
+    "DEFAULT_MAX_TOOL_TIME_S",
+    "TextEnv",
+    "describe_options",
+    "refusal_after_end",
+    "render_transcript",
+    "resolve_extra_tools",
+]
 
-#: Defaults of the per-turn tool limits (see `TextEnv.set_turn_limits`).
-DEFAULT_MAX_TOOL_CALLS_PER_TURN = 8
-DEFAULT_MAX_TOOL_TIME_S = 30.0
-DEFAULT_MAX_ACTION_CHARS = 32768
 
+class TextEnv(LazySeeding):
+    """A multi-turn text environment: the env contract (`envs.protocol.EnvProtocol`) on chat messages.
 
-class TextEnv(gym.Env):
-    """A multi-turn text environment.
+    `reset` returns the opening conversation and `step` the messages to append. An action is the
+    assistant's text or a parsed assistant message (content + OpenAI-style `tool_calls`). Tool calls go to
+    the env's tools (its own plus any given by `tools=`) and come back as `tool` messages (see
+    `envs.tool_turn`). An action the env cannot read never raises: the reply says what was wrong and
+    `info["format_error"]` is set. After the episode ends, `step` takes no action and pays nothing until
+    `reset`; `step` before the first `reset` raises `ResetNeeded`.
 
-    `reset(seed, options) -> (messages, info)` returns the opening conversation; `step(action) ->
-    (messages, reward, terminated, truncated, info)` returns the messages to append. `action` is the
-    assistant's text or a parsed assistant message (content + OpenAI-style `tool_calls`). Tool calls go
-    to the env's tools (its own plus any given by list or YAML path); results come back as `tool`
-    messages. An action the env cannot read never raises: the reply says what was wrong and
-    `info["format_error"]` is set. Subclasses implement `_reset` and `_respond` (and may add tools
-    through `own_tools`) and declare the `reset(options=...)` keys they read in `reset_options`.
+    Subclasses implement `_reset` and `_respond` (async twins `_areset`/`_arespond` when they do I/O), may
+    add tools through `own_tools`, and declare the `reset(options=...)` keys they read in `reset_options`.
 
-    Per turn at most `max_tool_calls_per_turn` calls run, within `max_tool_time_s` seconds of tool time in
-    all; calls over either limit get a "Not run: ..." tool message. After the episode ends, `step` takes
-    no action and pays nothing until `reset`; `step` before the first `reset` raises `ResetNeeded`.
+    Args:
+        tools: Extra tools: built-in names, YAML paths or Tool objects (see `envs.extra_tools`).
+        render_mode: "ansi" (`render` returns the transcript) or "human" (it prints it).
+        max_action_chars: The longest reply read; a longer one is a format error.
+        max_tool_calls_per_turn: Calls past this many in one turn are not run (None: no cap).
+        max_tool_time_s: Seconds of tool time one turn may use in all (None: no budget).
+
+    Example:
+        >>> from envs.messages import user
+        >>> from envs.step_result import StepResult
+        >>> class Greet(TextEnv):
+        ...     def _reset(self, options):
+        ...         return [user("Say hi.")], {}
+        ...
+        ...     def _respond(self, turn):
+        ...         return StepResult([user("Bye.")], float("hi" in turn.content), terminated=True)
+        >>> env = Greet()
+        >>> env.reset(seed=0)
+        ([{'role': 'user', 'content': 'Say hi.'}], {})
+        >>> env.step("hi there")
+        ([{'role': 'user', 'content': 'Bye.'}], 1.0, True, False, {'format_error': None, 'turn': 1})
+        >>> env.step("again")[1:4]  # the episode is over: nothing is taken, nothing paid
+        (0.0, True, False)
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -57,10 +89,11 @@ class TextEnv(gym.Env):
     tool_call_format: str | None = "hermes"
     #: What the agent is told about the expected reply when its reply cannot be used.
     action_help: str = ""
-    #: The `reset(options=...)` keys this env reads, each with what it accepts: a type (`int`, `str`, or a
-    #: tuple of types), or a tuple of allowed values (`("easy", "medium", "hard")`). Other keys and values
-    #: raise InvalidOptions naming the valid ones. None (the default for custom envs) checks nothing.
+    #: The `reset(options=...)` keys this env reads, each with what it accepts (see `envs.reset_options`).
+    #: Other keys and values raise InvalidOptions naming the valid ones. None checks nothing.
     reset_options: ClassVar[dict[str, Any] | None] = None
+    #: Whether the other player is the policy itself (`opponent="self"`); envs with opponents override it.
+    wants_policy_opponent: bool = False
 
     # Episode state before the first reset. Class defaults, so building an env (once per episode in
     # verl's agent loop) sets only what differs; every write makes the instance's own.
@@ -72,7 +105,6 @@ class TextEnv(gym.Env):
     _extra_tools: Sequence[Tool] = ()  # the tools given by `tools=`, resolved
     _tool_prototypes: ToolRegistry | None = None
     _episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
-    _quick_random: SplitMix64 | None = None
     # Built on first use (`observation_space`, `action_space`): most envs made per episode never read them.
     _observation_space: ChatMessages | None = None
     _action_space: AssistantAction | None = None
@@ -91,16 +123,15 @@ class TextEnv(gym.Env):
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.render_mode = render_mode
+        # The defaults themselves (not equal values: 8.0 must still be refused) need no checking, and a
+        # fresh env per episode (verl's agent loop) makes this path hot.
+        self.max_action_chars = max_action_chars
+        self.max_tool_calls_per_turn, self.max_tool_time_s = max_tool_calls_per_turn, max_tool_time_s
         if (
-            max_action_chars is DEFAULT_MAX_ACTION_CHARS
-            and max_tool_calls_per_turn is DEFAULT_MAX_TOOL_CALLS_PER_TURN
-            and max_tool_time_s is DEFAULT_MAX_TOOL_TIME_S
+            max_action_chars is not DEFAULT_MAX_ACTION_CHARS
+            or max_tool_calls_per_turn is not DEFAULT_MAX_TOOL_CALLS_PER_TURN
+            or max_tool_time_s is not DEFAULT_MAX_TOOL_TIME_S
         ):
-            # The defaults themselves (not equal values: 8.0 must still be refused) need no checking,
-            # and a fresh env per episode (verl's agent loop) makes this path hot.
-            self.max_action_chars = max_action_chars
-            self.max_tool_calls_per_turn, self.max_tool_time_s = max_tool_calls_per_turn, max_tool_time_s
-        else:
             self.set_turn_limits(
                 max_action_chars=max_action_chars,
                 max_tool_calls_per_turn=max_tool_calls_per_turn,
@@ -127,28 +158,12 @@ class TextEnv(gym.Env):
     ) -> None:
         """Change the reply size limit and the per-turn tool limits (None: no limit; omitted: unchanged)."""
         if max_action_chars is not None:
-            if not _is_int(max_action_chars) or max_action_chars < 1:
-                raise ValueError(f"max_action_chars must be a whole number >= 1, got {max_action_chars!r}")
-            self.max_action_chars = int(max_action_chars)
+            self.max_action_chars = checked_action_chars(max_action_chars)
             self._action_space = None  # a new one, with the new limit, on next use
         if max_tool_calls_per_turn is not ...:
-            if max_tool_calls_per_turn is not None and (
-                not _is_int(max_tool_calls_per_turn) or max_tool_calls_per_turn < 1
-            ):
-                raise ValueError(
-                    f"max_tool_calls_per_turn must be a whole number >= 1 or None, got {max_tool_calls_per_turn!r}"
-                )
-            self.max_tool_calls_per_turn = max_tool_calls_per_turn
+            self.max_tool_calls_per_turn = checked_tool_calls(max_tool_calls_per_turn)
         if max_tool_time_s is not ...:
-            if max_tool_time_s is not None and (
-                not isinstance(max_tool_time_s, int | float)
-                or isinstance(max_tool_time_s, bool)
-                or not max_tool_time_s > 0
-            ):
-                raise ValueError(
-                    f"max_tool_time_s must be a number of seconds > 0 or None, got {max_tool_time_s!r}"
-                )
-            self.max_tool_time_s = None if max_tool_time_s is None else float(max_tool_time_s)
+            self.max_tool_time_s = checked_tool_time(max_tool_time_s)
 
     @property
     def observation_space(self) -> ChatMessages:
@@ -198,7 +213,7 @@ class TextEnv(gym.Env):
         return []
 
     def _after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
-        """Hook after each tool call; return a StepResult to end or redirect the turn (e.g. `submit`)."""
+        """Hook after each tool call, in call order; return a StepResult to end or redirect the turn."""
         return None
 
     def expert_action(self) -> str:
@@ -238,42 +253,35 @@ class TextEnv(gym.Env):
         """OpenAI function schemas of `tools`, as rendered into the prompt by a chat template."""
         return self.tool_registry.schemas()
 
-    # ----- seeding -------------------------------------------------------------------------------
-    # `reset(seed=...)` records the seed; the numpy generator is built from it on first use. Most
-    # episodes of most envs never use it, and building one costs more than a short episode.
-    _generator: np.random.Generator | None = None
-    _pending_seed: int | None = None
+    def _episode_tool(self, name: str) -> Tool | None:
+        if self._episode_tools is None:
+            # Stateful tools get fresh instances per episode (at its first call), released at reset.
+            self._episode_tools = self.tool_registry.fork()
+        return self._episode_tools.get(name)
 
-    @property
-    def _np_random(self) -> np.random.Generator | None:
-        # gym.Env's own attribute, read by its `np_random` and its env checker: a recorded seed becomes
-        # the generator Gymnasium would have built at reset.
-        if self._generator is None and self._pending_seed is not None:
-            self._generator = np_random(self._pending_seed)[0]
-            self._pending_seed = None
-        return self._generator
-
-    @_np_random.setter
-    def _np_random(self, value: np.random.Generator | None) -> None:
-        self._generator, self._pending_seed = value, None
-
-    @property
-    def quick_random(self) -> SplitMix64:
-        """A cheap generator (`envs.splitmix.SplitMix64`) for envs that draw a few numbers per episode.
-
-        Seeded from `reset(seed=...)` like `np_random`, with its own stream; an env never seeded takes
-        the seed of `np_random` (fresh entropy, as Gymnasium's). Unseeded resets continue the stream.
-        """
-        if self._quick_random is None:
-            seed = self.np_random_seed
-            if seed < 0:  # np_random was set by hand: the seed comes from it
-                seed = int(self.np_random.integers(0, 2**63))
-            self._quick_random = SplitMix64(seed)
-        return self._quick_random
+    def _release_episode_tools(self) -> None:
+        if self._episode_tools is not None:
+            episode, self._episode_tools = self._episode_tools, None
+            # Releasing one tool does not stop the others or the next episode (ToolRegistry.aclose).
+            run_sync(episode.aclose())
 
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start a new episode; the same seed and options give the same episode."""
+        """Start a new episode; the same seed and options give the same episode.
+
+        Args:
+            seed: Seeds `np_random` and `quick_random` (None: their streams continue).
+            options: Per-episode settings, checked against `reset_options`.
+
+        Returns:
+            `(messages, info)`: the opening conversation and what the env says about the episode.
+
+        Example:
+            >>> import envs
+            >>> env = envs.make("guess-number-v0")
+            >>> env.reset(seed=3) == env.reset(seed=3)
+            True
+        """
         if self._episode_tools is not None:
             self._release_episode_tools()
         checked = self._begin_episode(seed, options)
@@ -281,25 +289,22 @@ class TextEnv(gym.Env):
         self.transcript = list(messages)
         return messages, info
 
-    def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        # What `reset` and `areset` share before the subclass opens the episode: checked options, the seed.
-        checked = {} if options is None else self.check_reset_options(options)
-        if seed is not None:
-            if type(seed) is int and seed >= 0:
-                self._generator, self._pending_seed, self._np_random_seed = None, seed, seed
-            else:
-                # Anything else takes Gymnasium's own path, its errors included (see envs.seeding).
-                self._np_random, self._np_random_seed = np_random(seed)
-            self._quick_random = None
-        self.turn = 0
-        self.total_reward = 0.0
-        self.episode_over = False
-        self._ended_as = (False, False)
-        self._has_reset = True
-        return checked
-
     async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Async `reset`: the last episode's tools are released and `_areset` awaited on the caller's loop."""
+        """`reset` on the caller's event loop: the last episode's tools are released and `_areset` awaited.
+
+        Args:
+            seed: As for `reset`.
+            options: As for `reset`.
+
+        Returns:
+            The same `(messages, info)` as `reset` with the same seed and options.
+
+        Example:
+            >>> import asyncio, envs
+            >>> env = envs.make("guess-number-v0")
+            >>> asyncio.run(env.areset(seed=3)) == env.reset(seed=3)
+            True
+        """
         if self._episode_tools is not None:
             episode, self._episode_tools = self._episode_tools, None
             await episode.aclose()
@@ -308,35 +313,39 @@ class TextEnv(gym.Env):
         self.transcript = list(messages)
         return messages, info
 
+    def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        # What `reset` and `areset` share before the subclass opens the episode.
+        checked = {} if options is None else self.check_reset_options(options)
+        self._record_seed(seed)
+        self.turn = 0
+        self.total_reward = 0.0
+        self.episode_over = False
+        self._ended_as = (False, False)
+        self._has_reset = True
+        return checked
+
     def check_reset_options(self, options: Any) -> dict[str, Any]:
         """`options` as a new dict, checked against `reset_options`; raises InvalidOptions naming valid ones."""
-        name = type(self).__name__
-        if options is None:
-            return {}
-        if not isinstance(options, Mapping):
-            raise InvalidOptions(
-                f"{name}: reset options must be a dict (or None), got {type(options).__name__}; "
-                f"valid options: {describe_options(self.reset_options)}"
-            )
-        options = dict(options)
-        declared = self.reset_options
-        if declared is None:
-            return options
-        unknown = [k for k in options if k not in declared]
-        if unknown:
-            shown = ", ".join(_short_repr(k) for k in unknown[:5])
-            raise InvalidOptions(
-                f"{name}: unknown reset option{'s' if len(unknown) > 1 else ''} {shown}; "
-                f"valid options: {describe_options(declared)}"
-            )
-        for key, value in options.items():
-            problem = _option_value_problem(declared[key], value)
-            if problem is not None:
-                raise InvalidOptions(f"{name}: reset option {key!r} {problem}")
-        return options
+        return check_options(type(self).__name__, self.reset_options, options)
 
     def step(self, action: Any):
-        """Play one assistant turn; returns (messages, reward, terminated, truncated, info)."""
+        """Play one assistant turn.
+
+        Args:
+            action: The assistant's reply: text, or a parsed assistant message with `tool_calls`.
+
+        Returns:
+            `(messages, reward, terminated, truncated, info)`: the messages to append, this turn's reward,
+            the end flags, and info with `turn` and `format_error` (None when the reply was readable).
+
+        Example:
+            >>> import envs
+            >>> env = envs.make("guess-number-v0")
+            >>> _ = env.reset(seed=0)
+            >>> messages, reward, terminated, truncated, info = env.step("no number here")
+            >>> info["format_error"] is not None, terminated
+            (True, False)
+        """
         if not self._has_reset:
             self._require_reset()
         if self.episode_over:
@@ -348,27 +357,10 @@ class TextEnv(gym.Env):
             and "<tool_call>" not in action
             and self.tool_call_format == "hermes"
         ):
-            # read_action's plain-reply path and `_finish`, inlined: most replies of most envs take
-            # this path, and it is every step of a fast game.
-            messages, reward, terminated, truncated, info = self._respond_text(action)
-            self.turn = turn_number = self.turn + 1
-            transcript = self.transcript
-            transcript.append({"role": "assistant", "content": action})
-            transcript += messages
-            if type(reward) is not float:  # float() of a float is a call for nothing
-                reward = float(reward)
-            self.total_reward += reward
-            if terminated or truncated:
-                self.episode_over = True
-                self._ended_as = (bool(terminated), bool(truncated))
-            if not info:
-                # The usual turn says nothing more: its info is built whole, not key by key.
-                return messages, reward, terminated, truncated, {"format_error": None, "turn": turn_number}
-            if "format_error" not in info:
-                info["format_error"] = None
-            info["turn"] = turn_number
-            return messages, reward, terminated, truncated, info
-        try:  # `_read`, inlined: this is the hot path of every env
+            # A printable reply in the default format holds no call and nothing to clean: read_action would
+            # return it as it is. Most replies of most envs take this path, and it is every step of a game.
+            return self._finish({"role": "assistant", "content": action}, self._respond_text(action))
+        try:
             turn = read_action(
                 action,
                 max_chars=self.max_action_chars,
@@ -376,23 +368,30 @@ class TextEnv(gym.Env):
                 has_tools=self._has_tools,
             )
         except InvalidAction as e:
-            return self._finish(_placeholder(action), self._format_error(str(e)))
+            return self._finish(unreadable_reply(action), self._format_error(str(e)))
         if turn.tool_calls or turn.call_errors:
-            result = run_detached(self._run_tool_calls(turn))
+            # A call the time budget cut keeps its thread until it ends: the step does not wait for it.
+            result = run_sync(run_tool_turn(self, turn), wait_for_threads=False)
         else:
             result = self._respond(turn)
         return self._finish(turn.as_message(), result)
 
     async def astep(self, action: Any):
-        """Async `step`: tool calls and I/O-bound envs run without blocking the event loop."""
+        """`step` on the caller's event loop: tool calls and I/O-bound envs run without blocking it."""
         self._require_reset()
         if self.episode_over:
             return self._refuse_after_end()
-        turn, problem = self._read(action)
-        if problem is not None:
-            return self._finish(_placeholder(action), self._format_error(problem))
+        try:
+            turn = read_action(
+                action,
+                max_chars=self.max_action_chars,
+                tool_call_format=self.tool_call_format,
+                has_tools=self._has_tools,
+            )
+        except InvalidAction as e:
+            return self._finish(unreadable_reply(action), self._format_error(str(e)))
         if turn.tool_calls or turn.call_errors:
-            result = await self._run_tool_calls(turn)
+            result = await run_tool_turn(self, turn)
         else:
             result = await self._arespond(turn)
         return self._finish(turn.as_message(), result)
@@ -407,9 +406,6 @@ class TextEnv(gym.Env):
             except KeyError as e:
                 raise ValueError(f"tool_call_format: {e.args[0]}") from None
         self.tool_call_format = tool_call_format
-
-    #: Whether the other player is the policy itself (`opponent="self"`); envs with opponents override it.
-    wants_policy_opponent: bool = False
 
     def attach_policy_opponent(self, opponent: Any) -> None:
         """Play the other seat with `opponent` from the next reset; only envs made with `opponent="self"`."""
@@ -435,17 +431,6 @@ class TextEnv(gym.Env):
         super().close()
 
     # ----- internals -----------------------------------------------------------------------------
-    def _read(self, action: Any) -> tuple[AssistantTurn | None, str | None]:
-        try:
-            return read_action(
-                action,
-                max_chars=self.max_action_chars,
-                tool_call_format=self.tool_call_format,
-                has_tools=self._has_tools,
-            ), None
-        except InvalidAction as e:
-            return None, str(e)
-
     def _has_tools(self) -> bool:
         return len(self.tool_registry) > 0
 
@@ -464,161 +449,26 @@ class TextEnv(gym.Env):
         terminated, truncated = self._ended_as
         return refusal_after_end(terminated, truncated, self.turn)
 
-    def _finish(self, assistant: Message, result: StepResult):
-        # `assistant`: the turn as recorded (the reply's message, or a placeholder for an unreadable one).
-        # `result`: a StepResult or the plain 5-tuple it stands for. `step` inlines this for plain
-        # replies: a change here belongs there too.
+    def _finish(self, assistant: Message, result: StepResult | tuple):
+        # `assistant`: the turn as recorded (the reply's message, or a stand-in for an unreadable one).
+        # `result`: a StepResult or the plain 5-tuple it stands for.
         messages, reward, terminated, truncated, info = result
         self.turn = turn_number = self.turn + 1
         transcript = self.transcript
         transcript.append(assistant)
         transcript += messages
-        reward = float(reward)
+        if type(reward) is not float:  # float() of a float is a call for nothing
+            reward = float(reward)
         self.total_reward += reward
         if terminated or truncated:
             self.episode_over = True
             self._ended_as = (bool(terminated), bool(truncated))
+        if not info:  # the usual turn says nothing more: its info is built whole, not key by key
+            return messages, reward, terminated, truncated, {"format_error": None, "turn": turn_number}
         if "format_error" not in info:
             info["format_error"] = None
         info["turn"] = turn_number
         return messages, reward, terminated, truncated, info
-
-    async def _run_tool_calls(self, turn: AssistantTurn) -> StepResult:
-        import asyncio
-
-        from tools import ToolResult
-
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        budget, cap = self.max_tool_time_s, self.max_tool_calls_per_turn
-        deadline = None if budget is None else started + budget
-        calls = turn.tool_calls
-        messages: list[Message] = []
-        reward = 0.0
-        turn_info: dict[str, Any] = {
-            "tool_calls": len(calls),
-            "tool_errors": len(turn.call_errors),
-            "tool_calls_not_run": 0,
-            "tool_call_cut": None,
-        }
-        ended: StepResult | None = None
-        cut: tuple[int, str, float] | None = (
-            None  # (index, name, seconds it ran) of the call the budget stopped
-        )
-        notes: list[str] = []
-        used_up_at: int | None = None  # first call not run because earlier calls used the whole budget
-        for i, call in enumerate(calls):
-            not_run = self._why_not_run(i, len(calls), ended, cut, deadline, loop.time())
-            if not_run is not None:
-                turn_info["tool_calls_not_run"] += 1
-                if "used up" in not_run and used_up_at is None:
-                    used_up_at = i
-                messages.append(tool_result(call.id, call.name, f"Not run: {not_run}"))
-                continue
-            tool = self._episode_tool(call.name)
-            if tool is None:
-                available = ", ".join(self.tool_registry.names) or "none"
-                turn_info["tool_errors"] += 1
-                messages.append(
-                    tool_result(
-                        call.id,
-                        call.name,
-                        f"Error: unknown tool `{call.name}`. Available tools: {available}.",
-                    )
-                )
-                continue
-            call_started = loop.time()
-            remaining = None if deadline is None else max(0.0, deadline - call_started)
-            try:
-                # The budget cancels the call itself: its output is lost and nothing after it runs.
-                result = await asyncio.wait_for(
-                    tool.call(call.arguments, context={"env": self, "info": turn_info}), remaining
-                )
-            except TimeoutError:
-                ran = loop.time() - call_started
-                cut = (i, call.name, ran)
-                turn_info["tool_call_cut"] = call.name
-                result = ToolResult.error(
-                    f"Cut: stopped after {ran:.1f} s, when this turn's tool time budget of {budget:g} s "
-                    "ran out; its output is lost."
-                )
-                turn_info["tool_errors"] += 1
-                messages.append(tool_result(call.id, call.name, result.content))
-                continue
-            turn_info["tool_errors"] += int(result.is_error)
-            reward += result.reward or 0.0
-            messages.append(tool_result(call.id, call.name, result.content))
-            redirect = self._after_tool_call(call, result, turn_info)
-            if redirect is not None:
-                more, more_reward, terminated, truncated, more_info = redirect
-                messages.extend(more)
-                reward += more_reward
-                turn_info.update(more_info)
-                if terminated or truncated:
-                    ended = StepResult(*redirect)
-            elif result.terminate:
-                ended = StepResult([], terminated=True)
-        # Notes follow the tool messages: templates that pair calls with results need those right after the calls.
-        if turn.call_errors:
-            notes.append("Some tool calls could not be read: " + "; ".join(turn.call_errors))
-        if cap is not None and len(calls) > cap:
-            notes.append(
-                f"This reply made {len(calls)} tool calls; at most {cap} run per turn, so "
-                f"{_calls_phrase(cap + 1, len(calls))} not run."
-            )
-        if cut is not None:
-            index, name, ran = cut
-            later = _calls_phrase(index + 2, min(len(calls), cap or len(calls)))
-            notes.append(
-                f"This turn's tool time budget of {budget:g} s ran out during call {index + 1} (`{name}`), "
-                f"which was stopped after {ran:.1f} s" + (f"; {later} not run." if later else ".")
-            )
-        if used_up_at is not None:
-            notes.append(
-                f"This turn's tool time budget of {budget:g} s was used up by the calls before call "
-                f"{used_up_at + 1}; {_calls_phrase(used_up_at + 1, min(len(calls), cap or len(calls)))} not run."
-            )
-        messages.extend(user(n) for n in notes)
-        return StepResult(
-            messages,
-            reward,
-            terminated=bool(ended and ended.terminated),
-            truncated=bool(ended and ended.truncated),
-            info=turn_info,
-        )
-
-    def _why_not_run(
-        self,
-        index: int,
-        total: int,
-        ended: StepResult | None,
-        cut: tuple[int, str, float] | None,
-        deadline: float | None,
-        now: float,
-    ) -> str | None:
-        if ended is not None:
-            return "the episode ended at an earlier call."
-        cap = self.max_tool_calls_per_turn
-        if cap is not None and index >= cap:
-            return f"only the first {cap} tool calls of a turn are run; this was call {index + 1} of {total}."
-        if cut is not None:
-            return f"this turn's tool time budget of {self.max_tool_time_s:g} s ran out at call {cut[0] + 1}."
-        if deadline is not None and now >= deadline:
-            return f"this turn's tool time budget of {self.max_tool_time_s:g} s was used up by earlier calls."
-        return None
-
-    def _episode_tool(self, name: str) -> Tool | None:
-        if self._episode_tools is None:
-            # Stateful tools get fresh instances per episode (at its first call), released at reset.
-            self._episode_tools = self.tool_registry.fork()
-        return self._episode_tools.get(name)
-
-    def _release_episode_tools(self) -> None:
-        if self._episode_tools is None:
-            return
-        episode, self._episode_tools = self._episode_tools, None
-        # Releasing one tool does not stop the others or the next episode (ToolRegistry.aclose).
-        run_sync(episode.aclose())
 
 
 def refusal_after_end(terminated: bool, truncated: bool, turn: int | None = None):
@@ -632,176 +482,3 @@ def refusal_after_end(terminated: bool, truncated: bool, turn: int | None = None
     if turn is not None:
         info["turn"] = turn
     return [user(text)], 0.0, bool(terminated or not truncated), bool(truncated), info
-
-
-def resolve_extra_tools(tools: Any) -> list[Tool]:
-    """Tools from `tools=`: built-in names, YAML paths and Tool objects (alone or in a list); else a clear error."""
-    if tools is None:
-        return []
-    if isinstance(tools, str | os.PathLike) or not isinstance(tools, Sequence):
-        tools = [tools]
-    resolved: list[Tool] = []
-    for item in tools:
-        resolved.extend(_resolve_tool_item(item))
-    return resolved
-
-
-def _resolve_tool_item(item: Any) -> list[Tool]:
-    from tools import Tool, load_tools
-    from tools.builtin import BUILTINS, get_builtin, list_builtins
-
-    if isinstance(item, Tool):
-        return [item]
-    builtins = ", ".join(list_builtins())
-    if isinstance(item, os.PathLike) or (isinstance(item, str) and item.endswith((".yaml", ".yml"))):
-        return load_tools(item)
-    if isinstance(item, str):
-        if item in BUILTINS:
-            return [get_builtin(item)]
-        raise ValueError(
-            f"tools=: {item!r} is neither a built-in tool ({builtins}) nor a YAML file path (.yaml/.yml)"
-        )
-    raise TypeError(
-        f"tools= takes built-in tool names ({builtins}), YAML file paths or Tool objects (decorate a "
-        f"function with @tools.tool), alone or in a list; got {type(item).__name__}"
-    )
-
-
-def describe_options(declared: dict[str, Any] | None) -> str:
-    """Human-readable list of declared reset options, e.g. "difficulty (one of 'easy', 'hard'), index (int)"."""
-    if declared is None:
-        return "any (this env declares none)"
-    if not declared:
-        return "none (this env takes no reset options)"
-    return ", ".join(f"{key} ({_describe_spec(spec)})" for key, spec in declared.items())
-
-
-def _describe_spec(spec: Any) -> str:
-    if spec is None or spec is object:
-        return "any value"
-    if isinstance(spec, type):
-        return spec.__name__
-    if _is_type_tuple(spec):
-        return " or ".join(t.__name__ for t in spec)
-    return "one of " + ", ".join(repr(v) for v in spec)
-
-
-def _is_type_tuple(spec: Any) -> bool:
-    return isinstance(spec, tuple) and bool(spec) and all(isinstance(t, type) for t in spec)
-
-
-def _matches_type(value: Any, kind: type) -> bool:
-    # bool is an int to Python but never a sensible count, index or seed.
-    if kind is int:
-        return _is_int(value)
-    if kind is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return isinstance(value, kind)
-
-
-def _option_value_problem(spec: Any, value: Any) -> str | None:
-    if spec is None or spec is object:
-        return None
-    if isinstance(spec, type) or _is_type_tuple(spec):
-        kinds = (spec,) if isinstance(spec, type) else spec
-        if any(_matches_type(value, k) for k in kinds):
-            return None
-        return f"must be {_describe_spec(spec)}, got {type(value).__name__} {_short_repr(value)}"
-    try:
-        allowed = any(type(value) is type(v) and value == v for v in spec)
-    except Exception:  # a value whose == misbehaves is simply not one of the choices
-        allowed = False
-    return None if allowed else f"must be {_describe_spec(spec)}, got {_short_repr(value)}"
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _short_repr(value: Any, limit: int = 80) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # RecursionError on absurd nesting, or a broken __repr__
-        return f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _calls_phrase(first: int, last: int) -> str:
-    # "call 3 was" / "calls 3-1000 were": the subject of "... not run".
-    if first > last:
-        return ""
-    return f"call {first} was" if first == last else f"calls {first}-{last} were"
-
-
-def run_detached(coro: Coroutine[Any, Any, T]) -> T:
-    """Like `run_sync`, but a tool call the time budget cut (a sync tool's thread) is not waited for.
-
-    `asyncio.run` joins the default executor's threads on exit, so one cut call would still hold the step.
-    """
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _run_in_new_loop(coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = _run_in_new_loop(coro)
-        except BaseException as e:  # re-raised in the caller's thread
-            box["error"] = e
-
-    worker = threading.Thread(target=target, name="turngym-step")
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def _run_in_new_loop(coro: Coroutine[Any, Any, T]) -> T:
-    import asyncio
-
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(coro)
-    finally:
-        try:
-            pending = asyncio.all_tasks(loop)
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()  # shuts the default executor down without joining its threads
-
-
-def _placeholder(action: Any) -> Message:
-    if isinstance(action, str):
-        shown = action if len(action) <= 200 else f"{action[:200]}… [{len(action)} characters]"
-    else:
-        shown = f"[unreadable action of type {type(action).__name__}]"
-    return {"role": "assistant", "content": shown}
-
-
-def render_transcript(messages: list[Message]) -> str:
-    """A conversation as plain text, one block per message."""
-    blocks = []
-    for m in messages:
-        head = m["role"] if m["role"] != "tool" else f"tool {m.get('name', '')}"
-        body = m.get("content") or ""
-        for call in m.get("tool_calls") or ():
-            fn = call.get("function", {})
-            body += f"\n→ {fn.get('name')}({_arguments_text(fn.get('arguments'))})"
-        blocks.append(f"[{head}]\n{body}")
-    return "\n\n".join(blocks)
-
-
-def _arguments_text(arguments: Any) -> str:
-    if arguments is None or isinstance(arguments, str):
-        return arguments or ""
-    from tools.calls.jsonscan import dump  # never raises, even on hand-built deep or odd values
-
-    return dump(arguments)

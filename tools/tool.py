@@ -37,6 +37,9 @@ class Tool:
     description: str = ""
     args_model: type[pydantic.BaseModel] = _NoArgs
     stateful: bool = False
+    #: True when a call neither reads nor changes anything another call of the same turn may change (a
+    #: pure function, a fresh sandbox per call): such calls of one reply run at the same time.
+    concurrent: bool = False
     timeout_s: float | None = 30.0
     max_output_chars: int | None = 20_000  # longer content is cut, with a note saying so
 

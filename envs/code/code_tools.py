@@ -16,6 +16,7 @@ class BudgetedPython(PythonTool):
         "Run a Python 3 program in a fresh sandbox (no network, nothing kept between calls) and return its "
         "stdout and stderr. Use print() to see results. The number of runs per problem is limited."
     )
+    concurrent = False  # each run reads and counts the episode's run budget: a reply's runs go in order
 
     def __init__(self, sandbox, run_timeout_s: float = 10.0):
         # The env owns the sandbox (local or SandboxFusion) so runs and grading share one backend.

@@ -208,6 +208,7 @@ class Calculator(Tool):
         "parentheses, pi, e and abs, sqrt, floor, ceil, round, min, max, gcd, lcm, factorial, log, exp, sin, cos, tan."
     )
     timeout_s = 5.0
+    concurrent = True
 
     class Args(pydantic.BaseModel):
         model_config = pydantic.ConfigDict(extra="forbid")

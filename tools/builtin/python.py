@@ -33,6 +33,7 @@ class PythonTool(Tool):
         "stdout and stderr. Use print() to show results."
     )
     args_model = _CodeArgs
+    concurrent = True
 
     def __init__(
         self,

@@ -123,6 +123,7 @@ class Search(Tool):
     name = "search"
     description = "Search a collection of short factual documents by keywords and return the best matches."
     timeout_s = 10.0
+    concurrent = True
 
     class Args(pydantic.BaseModel):
         model_config = pydantic.ConfigDict(extra="forbid")

@@ -14,6 +14,7 @@ class Submit(Tool):
     name = "submit"
     description = "Submit your final answer. This ends the episode; call it once, when you are sure."
     timeout_s = 5.0
+    concurrent = True
 
     class Args(pydantic.BaseModel):
         model_config = pydantic.ConfigDict(extra="forbid")

@@ -1,0 +1,35 @@
+"""The per-turn limits of a TextEnv: the longest reply it reads, and how many tool calls and how much tool
+time one turn may use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envs.reset_options import is_int
+
+DEFAULT_MAX_TOOL_CALLS_PER_TURN = 8
+DEFAULT_MAX_TOOL_TIME_S = 30.0
+DEFAULT_MAX_ACTION_CHARS = 32768
+
+
+def checked_action_chars(value: Any) -> int:
+    """`max_action_chars` as an int; raises ValueError unless it is a whole number >= 1."""
+    if not is_int(value) or value < 1:
+        raise ValueError(f"max_action_chars must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def checked_tool_calls(value: Any) -> int | None:
+    """`max_tool_calls_per_turn` (None: no cap); raises ValueError unless a whole number >= 1 or None."""
+    if value is not None and (not is_int(value) or value < 1):
+        raise ValueError(f"max_tool_calls_per_turn must be a whole number >= 1 or None, got {value!r}")
+    return value
+
+
+def checked_tool_time(value: Any) -> float | None:
+    """`max_tool_time_s` as a float (None: no budget); raises ValueError unless a number > 0 or None."""
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        raise ValueError(f"max_tool_time_s must be a number of seconds > 0 or None, got {value!r}")
+    return float(value)
