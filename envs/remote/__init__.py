@@ -40,29 +40,16 @@ def make_remote(
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `serve` subcommand's options."""
-    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: loopback only)")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument(
-        "--token",
-        default=None,
-        help="require `Authorization: Bearer TOKEN` on every route but /health (or TURNGYM_ENV_TOKEN); "
-        "required when --host is not loopback",
-    )
+    """The `serve` subcommand's options: the shared server options (`tools.serving`) and the env ones."""
+    from tools.serving import add_server_args
+
+    add_server_args(parser, port=8000, token_env="TURNGYM_ENV_TOKEN", max_concurrency=64, what="env calls")
     parser.add_argument("--max-sessions", type=int, default=256, help="open sessions at most (503 beyond)")
-    parser.add_argument("--max-concurrency", type=int, default=64, help="env calls running at once")
-    parser.add_argument(
-        "--max-queue", type=int, default=None, help="env calls waiting beyond those (429 beyond)"
-    )
     parser.add_argument(
         "--idle-timeout",
         type=float,
         default=600.0,
         help="seconds before an idle session is closed and its env released",
-    )
-    parser.add_argument("--max-body-mb", type=float, default=16.0, help="request bodies over this get 413")
-    parser.add_argument(
-        "--body-timeout", type=float, default=30.0, help="seconds to receive a request body (408 beyond)"
     )
     parser.add_argument(
         "--env-kwargs",
@@ -78,7 +65,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="YAML or JSON mapping env id -> {kwarg: value}, as --env-kwargs (which override it)",
     )
-    parser.add_argument("--log-level", default="warning")
 
 
 __all__ = ["RemoteEnvError", "add_serve_arguments", "make_remote"]

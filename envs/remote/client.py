@@ -35,7 +35,7 @@ class RemoteEnv(gym.Env):
     """A session on an env server: `reset`, `step`, `astep`, `tool_schemas`, `set_tool_call_format`,
     `expert_action`, `render`, `close`.
 
-    Requests refused for load (429 `busy`, 503 `sessions_full`) are retried, honouring Retry-After, for up
+    Requests refused for load (429 `overloaded`, 503 `sessions_full`) are retried, honouring Retry-After, for up
     to `retry_s` seconds; nothing else is retried, since a step must never be taken twice.
     """
 

@@ -1,4 +1,4 @@
-"""What the operator of `python -m envs serve` sets: per-env kwargs clients cannot change, and the token rule.
+"""What the operator of `python -m envs serve` sets: per-env kwargs clients cannot change.
 
 `--env-kwargs ID:KEY=VALUE` (repeatable) and `--env-config FILE` (YAML or JSON: `{env id: {kwarg: value}}`)
 are read and checked before the server starts: an unknown id, a malformed item or an env that cannot be
@@ -7,7 +7,6 @@ built with its kwargs is one line and exit status 2.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from pathlib import Path
 from typing import Any
@@ -17,30 +16,6 @@ import envs
 
 class OperatorConfigError(ValueError):
     """The server's own settings are wrong; the message says which and what to do."""
-
-
-def is_loopback(host: str) -> bool:
-    """True when `host` only accepts connections from this machine (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name or "" may resolve to any interface
-
-
-def require_token(host: str, token: str | None) -> None:
-    """Refuse to serve beyond loopback without a token: anyone reaching the port could run envs.
-
-    Args:
-        host: the interface the server binds.
-        token: the bearer token, or None.
-    """
-    if token is None and not is_loopback(host):
-        raise OperatorConfigError(
-            f"--host {host} reaches beyond this machine: give --token TOKEN (or TURNGYM_ENV_TOKEN) so only "
-            "clients holding it can open sessions, or bind 127.0.0.1"
-        )
 
 
 def _value(text: str) -> Any:

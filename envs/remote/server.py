@@ -19,10 +19,12 @@ Trust: a client chooses the env id, seed, reset options and the kwargs the env d
 naming the key, and nothing is made. Beyond loopback the server does not start without a token.
 
 Load and faults: at most `max_sessions` sessions are open (503 `sessions_full` beyond, with Retry-After);
-at most `max_concurrency` env calls run at once and `max_queue` wait (429 `busy` beyond); a session idle
-for `idle_timeout_s` is closed (later calls get 410 `session_expired`); two calls at once on one session
-get 409 `session_busy`; a request body not received within `body_timeout_s` gets 408. Env calls that block (make, reset, close, the expert) run in worker threads;
-`step` awaits the env's `astep`, as the rollout does.
+at most `max_concurrency` env calls run at once and `max_queue` wait (429 `overloaded` beyond); a session
+idle for `idle_timeout_s` is closed (later calls get 410 `session_expired`); two calls at once on one
+session get 409 `session_busy`; a request body not received within `body_timeout_s` gets 408. Env calls
+that block (make, reset, close, the expert) run in worker threads; `step` awaits the env's `astep`, as the
+rollout does. The gate, the body limits, the token and the error shape are the shared serving layer's
+(`tools.serving`); this module holds the sessions and one handler per route.
 """
 
 from __future__ import annotations
@@ -31,22 +33,33 @@ import argparse
 import asyncio
 import collections
 import contextlib
-import hmac
-import json
+import functools
 import math
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import envs
 from envs.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
-from envs.remote.wire import decode_action, error_body, to_json
-from tools.cli_errors import ArgumentParser, UsageError, check_port_free, run_cli
-from tools.serving.errors import RequestError
+from envs.protocol import EnvProtocol
+from envs.remote.wire import decode_action, to_json
+from tools.cli_errors import ArgumentParser, UsageError, run_cli
+from tools.serving import (
+    AdmissionGate,
+    RequestError,
+    json_response,
+    make_app,
+    parse_json_object,
+    read_body,
+    run_server,
+    server_settings,
+)
 
-_MB = 1024 * 1024
+#: The environment variable that may hold the server's token (and RemoteEnv's).
+TOKEN_ENV = "TURNGYM_ENV_TOKEN"
 # The fields each request body may have: anything else is refused by name, not ignored.
 _FIELDS = {
     "create": ("env_id", "kwargs", "max_turns", "format_penalty"),
@@ -62,7 +75,7 @@ class Session:
 
     id: str
     env_id: str
-    env: Any
+    env: EnvProtocol
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -117,93 +130,53 @@ class SessionTable:
         ]
 
 
-class Gate:
-    """At most `concurrency` env calls at once and `queue` waiting; the rest get 429 at once."""
+@dataclass
+class ServerState:
+    """What the handlers share: the sessions, the gate, the limits, the operator's kwargs and counters."""
 
-    def __init__(self, concurrency: int, queue: int):
-        self.concurrency, self.queue = concurrency, queue
-        self.admitted = 0
-        self.running = 0
-        self._sem: asyncio.Semaphore | None = None  # made on first use: it belongs to the serving loop
+    table: SessionTable
+    gate: AdmissionGate
+    max_body_bytes: int
+    body_timeout_s: float
+    operator_kwargs: dict[str, dict[str, Any]]
+    stats: dict[str, int] = field(
+        default_factory=lambda: {
+            "sessions_created": 0,
+            "sessions_expired": 0,
+            "steps": 0,
+            "rejected": 0,
+            "refused": 0,
+        }
+    )
 
-    async def __aenter__(self) -> None:
-        if self.admitted >= self.concurrency + self.queue:
+    async def body(self, request: Any, route: str) -> dict[str, Any]:
+        """The request's JSON object, with only the fields `route` takes (400/408/413 otherwise)."""
+        raw = await read_body(request, self.max_body_bytes, self.body_timeout_s)
+        return parse_json_object(raw, _FIELDS[route])
+
+    async def in_session(self, request: Any, work: Callable[[Session], Awaitable[Any]]) -> Any:
+        """Run `work` on the request's session: one call at a time (409 beyond), through the gate."""
+        session = self.table.get(request.path_params["session_id"])
+        if session.lock.locked():
             raise RequestError(
-                429,
-                "busy",
-                f"server busy: {self.running} env calls running and {self.admitted - self.running} waiting "
-                f"(limits {self.concurrency} and {self.queue}); retry after 1s",
-                retry_after=1,
+                409, "session_busy", "another call on this session is still running; one at a time"
             )
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.concurrency)
-        self.admitted += 1
-        try:
-            await self._sem.acquire()
-        except BaseException:
-            self.admitted -= 1
-            raise
-        self.running += 1
+        async with session.lock:
+            session.last_used = time.monotonic()
+            try:
+                async with self.gate.admitted_slot():
+                    return await work(session)
+            finally:
+                session.last_used = time.monotonic()
 
-    async def __aexit__(self, *exc: Any) -> None:
-        self.running -= 1
-        self.admitted -= 1
-        assert self._sem is not None
-        self._sem.release()
+    def counted(self, exc: RequestError) -> None:
+        """Count a refusal for load (429, 503) in `/health`'s `rejected`."""
+        if exc.status in (429, 503):
+            self.stats["rejected"] += 1
 
 
-def _json_response(content: Any, status: int = 200, headers: dict[str, str] | None = None):
-    from starlette.responses import Response
-
-    return Response(to_json(content), status_code=status, media_type="application/json", headers=headers)
-
-
-def _error_response(exc: RequestError):
-    return _json_response(error_body(exc.code, exc.message, **exc.extra), exc.status, exc.headers)
-
-
-async def _read_json(request, max_bytes: int, timeout_s: float, fields: tuple[str, ...]) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
-    too_big = f"request body is over this server's maximum of {max_bytes / _MB:g} MB"
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise RequestError(413, "body_too_large", too_big)
-    chunks: list[bytes] = []
-
-    async def receive() -> None:
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_bytes:
-                raise RequestError(413, "body_too_large", too_big)
-            chunks.append(chunk)
-
-    try:
-        # A client trickling its body (slowloris) must not hold a handler and its buffer forever.
-        await asyncio.wait_for(receive(), timeout_s)
-    except TimeoutError:
-        raise RequestError(
-            408, "body_timeout", f"request body not received within {timeout_s:g}s; send it whole"
-        ) from None
-    raw = b"".join(chunks)
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RequestError(400, "bad_request", f"body is not JSON: {exc}") from None
-    except RecursionError:
-        raise RequestError(400, "bad_request", "body is nested too deeply to parse") from None
-    if not isinstance(body, dict):
-        raise RequestError(400, "bad_request", f"body must be a JSON object, got {type(body).__name__}")
-    for key in body:
-        if key not in fields:
-            raise RequestError(
-                400,
-                "bad_request",
-                f"unknown field {key[:80]!r} in the request body (fields: {', '.join(fields)})",
-                key=key[:80],
-            )
-    return body
+def _reply(content: Any, status: int = 200) -> Any:
+    return json_response(content, status, encode=to_json)
 
 
 def _env_error(exc: Exception) -> RequestError:
@@ -220,6 +193,292 @@ def _env_error(exc: Exception) -> RequestError:
     if isinstance(exc, ValueError | TypeError):
         return RequestError(400, "bad_arguments", str(exc), exception=kind)
     return RequestError(500, "env_error", f"the env raised {kind}: {exc}", exception=kind)
+
+
+# --- the handlers: one per route -----------------------------------------------------------------------
+
+
+async def health(state: ServerState, _request: Any) -> Any:
+    """GET /health: liveness, sessions open, env calls running and waiting, counters."""
+    return _reply(
+        {
+            "status": "healthy",
+            "protocol": "v1",
+            "sessions": len(state.table.open),
+            "max_sessions": state.table.max_sessions,
+            "running": state.gate.running,
+            "waiting": state.gate.waiting,
+            "max_concurrency": state.gate.concurrency,
+            "idle_timeout_s": state.table.idle_timeout_s,
+            **state.stats,
+        }
+    )
+
+
+async def schema(_state: ServerState, _request: Any) -> Any:
+    """GET /schema: OpenEnv's action, observation and state schemas."""
+    from envs.remote.openenv import SCHEMAS
+
+    return _reply(SCHEMAS)
+
+
+async def metadata(_state: ServerState, _request: Any) -> Any:
+    """GET /metadata: OpenEnv's server description."""
+    return _reply(
+        {
+            "name": "turngym",
+            "description": f"turngym env server: {len(envs.list_envs())} envs, one session per episode",
+            "version": "v1",
+        }
+    )
+
+
+async def list_envs(_state: ServerState, _request: Any) -> Any:
+    """GET /v1/envs: every registered env's id, category, description and turn limit."""
+    listed = [
+        {"id": s.id, "category": s.category, "description": s.description, "max_turns": s.max_turns}
+        for s in envs.list_envs()
+    ]
+    return _reply({"envs": listed})
+
+
+def _client_kwargs(state: ServerState, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The env id and the kwargs to make it with: the client's (checked) under the operator's."""
+    env_id = body.get("env_id")
+    if not isinstance(env_id, str):
+        raise RequestError(400, "bad_request", "`env_id` (a registered env id) is required")
+    kwargs = body.get("kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise RequestError(400, "bad_request", "`kwargs` must be an object of constructor options")
+    kwargs = dict(kwargs)
+    for key in ("max_turns", "format_penalty"):
+        if body.get(key) is not None:
+            if kwargs.get(key) is not None:
+                raise RequestError(400, "bad_request", f"`{key}` given twice (in the body and in kwargs)")
+            kwargs[key] = body[key]
+    try:
+        env_spec = envs.spec(env_id)
+    except UnknownEnvError as exc:
+        raise _env_error(exc) from None
+    operator = state.operator_kwargs.get(env_id, {})
+    try:
+        return env_id, {**check_client_kwargs(env_spec, kwargs, operator), **operator}
+    except ClientKwargError as exc:
+        state.stats["refused"] += 1
+        raise RequestError(
+            400,
+            "refused_kwarg",
+            f"{exc}; the server's operator sets the rest (python -m envs serve --env-kwargs ID:KEY=VALUE)"
+            if exc.operator_only
+            else str(exc),
+            key=exc.key[:80],
+            exception="ValueError",
+        ) from None
+
+
+async def create(state: ServerState, request: Any) -> Any:
+    """POST /v1/sessions: make the env (nothing is made for a refused kwarg) and open a session."""
+    env_id, kwargs = _client_kwargs(state, await state.body(request, "create"))
+    state.table.reserve()
+    try:
+        async with state.gate.admitted_slot():
+            env = await asyncio.to_thread(envs.make, env_id, **kwargs)
+    except RequestError:
+        raise
+    except Exception as exc:
+        raise _env_error(exc) from None
+    finally:
+        state.table.reserved -= 1
+    session = Session(uuid.uuid4().hex, env_id, env)
+    state.table.open[session.id] = session
+    state.stats["sessions_created"] += 1
+    opened = {
+        "session_id": session.id,
+        "env_id": env_id,
+        "tool_schemas": list(env.tool_schemas or []),
+        "max_action_chars": env.max_action_chars,
+        "tool_call_format": env.tool_call_format,
+        "render_modes": list(env.unwrapped.metadata.get("render_modes", [])),
+        "idle_timeout_s": state.table.idle_timeout_s,
+    }
+    return _reply(opened, 201)
+
+
+async def reset(state: ServerState, request: Any) -> Any:
+    """POST /v1/sessions/{id}/reset: start an episode with the client's seed and options."""
+    body = await state.body(request, "reset")
+    seed, options = body.get("seed"), body.get("options")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise RequestError(400, "bad_request", f"`seed` must be a whole number >= 0 or null, got {seed!r}")
+
+    async def work(session: Session) -> Any:
+        try:
+            messages, info = await asyncio.to_thread(session.env.reset, seed=seed, options=options)
+        except Exception as exc:
+            raise _env_error(exc) from None
+        session.steps = 0
+        return _reply({"observation": {"messages": messages}, "reward": None, "done": False, "info": info})
+
+    return await state.in_session(request, work)
+
+
+async def step(state: ServerState, request: Any) -> Any:
+    """POST /v1/sessions/{id}/step: play one assistant turn with the env's `astep`."""
+    body = await state.body(request, "step")
+    if "action" not in body and "action_type" not in body:
+        raise RequestError(400, "bad_request", "`action` (the assistant's text or message) is required")
+    try:
+        action = decode_action(body)
+    except ValueError as exc:
+        raise RequestError(400, "bad_request", str(exc)) from None
+
+    async def work(session: Session) -> Any:
+        try:
+            messages, reward, terminated, truncated, info = await session.env.astep(action)
+        except Exception as exc:
+            raise _env_error(exc) from None
+        session.steps += 1
+        state.stats["steps"] += 1
+        return _reply(
+            {
+                "observation": {"messages": messages},
+                "reward": reward,
+                "done": bool(terminated or truncated),
+                "terminated": terminated,
+                "truncated": truncated,
+                "info": info,
+            }
+        )
+
+    return await state.in_session(request, work)
+
+
+async def tool_call_format(state: ServerState, request: Any) -> Any:
+    """PUT /v1/sessions/{id}/tool_call_format: how the env reads tool calls written in reply text."""
+    body = await state.body(request, "tool_call_format")
+    if "tool_call_format" not in body:
+        raise RequestError(
+            400, "bad_request", "`tool_call_format` (a format name such as hermes, or null) is required"
+        )
+    chosen = body["tool_call_format"]
+
+    async def work(session: Session) -> Any:
+        try:
+            session.env.set_tool_call_format(chosen)
+        except Exception as exc:
+            raise _env_error(exc) from None
+        return _reply({"tool_call_format": session.env.tool_call_format})
+
+    return await state.in_session(request, work)
+
+
+async def tools(state: ServerState, request: Any) -> Any:
+    """GET /v1/sessions/{id}/tools: the tool schemas the agent may call."""
+
+    async def work(session: Session) -> Any:
+        return _reply({"tool_schemas": list(session.env.tool_schemas or [])})
+
+    return await state.in_session(request, work)
+
+
+async def expert_action(state: ServerState, request: Any) -> Any:
+    """GET /v1/sessions/{id}/expert_action: the env's scripted expert move (501 for envs without one)."""
+
+    async def work(session: Session) -> Any:
+        try:
+            action = await asyncio.to_thread(session.env.unwrapped.expert_action)
+        except Exception as exc:
+            raise _env_error(exc) from None
+        return _reply({"action": action})
+
+    return await state.in_session(request, work)
+
+
+async def render(state: ServerState, request: Any) -> Any:
+    """GET /v1/sessions/{id}/render: the episode's transcript as text (null before a reset)."""
+
+    async def work(session: Session) -> Any:
+        from envs.text_env import render_transcript
+
+        transcript = getattr(session.env.unwrapped, "transcript", None)
+        return _reply({"text": render_transcript(transcript) if transcript is not None else None})
+
+    return await state.in_session(request, work)
+
+
+async def episode_state(state: ServerState, request: Any) -> Any:
+    """GET /v1/sessions/{id}/state: OpenEnv's state (episode id, step count) plus the turn."""
+
+    async def work(session: Session) -> Any:
+        unwrapped = session.env.unwrapped
+        return _reply(
+            {
+                "episode_id": session.id,
+                "step_count": session.steps,
+                "env_id": session.env_id,
+                "turn": getattr(unwrapped, "turn", None),
+                "episode_over": getattr(unwrapped, "episode_over", None),
+            }
+        )
+
+    return await state.in_session(request, work)
+
+
+async def close(state: ServerState, request: Any) -> Any:
+    """DELETE /v1/sessions/{id}: close the env and free the session's slot."""
+    session_id = request.path_params["session_id"]
+    session = state.table.get(session_id)
+    async with session.lock:
+        if state.table.forget(session_id, "closed") is None:
+            raise RequestError(410, "session_closed", f"session {session_id!r} was closed")
+        await asyncio.to_thread(_close_quietly, session.env)
+    return _reply({"closed": True, "session_id": session_id})
+
+
+_SESSION = "/v1/sessions/{session_id}"
+ROUTES = [
+    ("GET", "/health", health),
+    ("GET", "/schema", schema),
+    ("GET", "/metadata", metadata),
+    ("GET", "/v1/envs", list_envs),
+    ("POST", "/v1/sessions", create),
+    ("POST", f"{_SESSION}/reset", reset),
+    ("POST", f"{_SESSION}/step", step),
+    ("GET", f"{_SESSION}/tools", tools),
+    ("PUT", f"{_SESSION}/tool_call_format", tool_call_format),
+    ("GET", f"{_SESSION}/expert_action", expert_action),
+    ("GET", f"{_SESSION}/render", render),
+    ("GET", f"{_SESSION}/state", episode_state),
+    ("DELETE", _SESSION, close),
+]
+
+
+async def _reap_idle(state: ServerState) -> None:
+    """Close sessions idle past the timeout, checking a few times per timeout."""
+    while True:
+        await asyncio.sleep(max(0.05, min(5.0, state.table.idle_timeout_s / 4)))
+        for session in state.table.idle(time.monotonic()):
+            if state.table.forget(session.id, "expired") is not None:
+                state.stats["sessions_expired"] += 1
+                await asyncio.to_thread(_close_quietly, session.env)
+
+
+def _lifespan(state: ServerState):
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any):
+        task = asyncio.create_task(_reap_idle(state))
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for session_id in list(state.table.open):
+                session = state.table.forget(session_id, "closed")
+                if session is not None:
+                    _close_quietly(session.env)
+
+    return lifespan
 
 
 def create_app(
@@ -247,340 +506,26 @@ def create_app(
             override them.
 
     Returns:
-        A Starlette app (run it with uvicorn).
+        A Starlette app (run it with uvicorn); `app.state.sessions` is its session table.
     """
-    from starlette.applications import Starlette
-    from starlette.exceptions import HTTPException
-    from starlette.routing import Route
-
-    table = SessionTable(max_sessions, idle_timeout_s)
-    gate = Gate(max_concurrency, 4 * max_concurrency if max_queue is None else max_queue)
-    max_bytes = int(max_body_mb * _MB)
-    operator_kwargs = {k: dict(v) for k, v in (operator_kwargs or {}).items()}
-
-    async def read_body(request, route: str) -> dict[str, Any]:
-        return await _read_json(request, max_bytes, body_timeout_s, _FIELDS[route])
-
-    stats = {"sessions_created": 0, "sessions_expired": 0, "steps": 0, "rejected": 0, "refused": 0}
-
-    def guarded(handler):
-        async def endpoint(request):
-            if token is not None and request.url.path != "/health":
-                given = request.headers.get("authorization", "")
-                if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                    return _error_response(
-                        RequestError(
-                            401, "unauthorized", "missing or wrong token (Authorization: Bearer ...)"
-                        )
-                    )
-            try:
-                return await handler(request)
-            except RequestError as exc:
-                if exc.status in (429, 503):
-                    stats["rejected"] += 1
-                return _error_response(exc)
-
-        return endpoint
-
-    async def health(_request):
-        return _json_response(
-            {
-                "status": "healthy",
-                "protocol": "v1",
-                "sessions": len(table.open),
-                "max_sessions": max_sessions,
-                "running": gate.running,
-                "waiting": gate.admitted - gate.running,
-                "max_concurrency": max_concurrency,
-                "idle_timeout_s": idle_timeout_s,
-                **stats,
-            }
-        )
-
-    async def schema(_request):
-        from envs.remote.openenv import SCHEMAS
-
-        return _json_response(SCHEMAS)
-
-    async def metadata(_request):
-        return _json_response(
-            {
-                "name": "turngym",
-                "description": f"turngym env server: {len(envs.list_envs())} envs, one session per episode",
-                "version": "v1",
-            }
-        )
-
-    async def list_all(_request):
-        return _json_response(
-            {
-                "envs": [
-                    {
-                        "id": s.id,
-                        "category": s.category,
-                        "description": s.description,
-                        "max_turns": s.max_turns,
-                    }
-                    for s in envs.list_envs()
-                ]
-            }
-        )
-
-    async def create(request):
-        body = await read_body(request, "create")
-        env_id = body.get("env_id")
-        if not isinstance(env_id, str):
-            raise RequestError(400, "bad_request", "`env_id` (a registered env id) is required")
-        kwargs = body.get("kwargs") or {}
-        if not isinstance(kwargs, dict):
-            raise RequestError(400, "bad_request", "`kwargs` must be an object of constructor options")
-        kwargs = dict(kwargs)
-        for key in ("max_turns", "format_penalty"):
-            if body.get(key) is not None:
-                if kwargs.get(key) is not None:
-                    raise RequestError(400, "bad_request", f"`{key}` given twice (in the body and in kwargs)")
-                kwargs[key] = body[key]
-        try:
-            env_spec = envs.spec(env_id)
-        except UnknownEnvError as exc:
-            raise _env_error(exc) from None
-        operator = operator_kwargs.get(env_id, {})
-        try:
-            kwargs = {**check_client_kwargs(env_spec, kwargs, operator), **operator}
-        except ClientKwargError as exc:
-            stats["refused"] += 1
-            raise RequestError(
-                400,
-                "refused_kwarg",
-                f"{exc}; the server's operator sets the rest (python -m envs serve --env-kwargs ID:KEY=VALUE)"
-                if exc.operator_only
-                else str(exc),
-                key=exc.key[:80],
-                exception="ValueError",
-            ) from None
-        table.reserve()
-        try:
-            async with gate:
-                env = await asyncio.to_thread(envs.make, env_id, **kwargs)
-        except RequestError:
-            raise
-        except Exception as exc:
-            raise _env_error(exc) from None
-        finally:
-            table.reserved -= 1
-        session = Session(uuid.uuid4().hex, env_id, env)
-        table.open[session.id] = session
-        stats["sessions_created"] += 1
-        unwrapped = env.unwrapped
-        return _json_response(
-            {
-                "session_id": session.id,
-                "env_id": env_id,
-                "tool_schemas": list(getattr(unwrapped, "tool_schemas", None) or []),
-                "max_action_chars": getattr(unwrapped, "max_action_chars", None),
-                # Absent for envs that read no tool calls from text (no `set_tool_call_format`).
-                **_call_format_of(unwrapped),
-                "render_modes": list(unwrapped.metadata.get("render_modes", [])),
-                "idle_timeout_s": idle_timeout_s,
-            },
-            201,
-        )
-
-    async def in_session(request, work):
-        session = table.get(request.path_params["session_id"])
-        if session.lock.locked():
-            raise RequestError(
-                409, "session_busy", "another call on this session is still running; one at a time"
-            )
-        async with session.lock:
-            session.last_used = time.monotonic()
-            try:
-                async with gate:
-                    return await work(session)
-            finally:
-                session.last_used = time.monotonic()
-
-    async def reset(request):
-        body = await read_body(request, "reset")
-        seed, options = body.get("seed"), body.get("options")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise RequestError(
-                400, "bad_request", f"`seed` must be a whole number >= 0 or null, got {seed!r}"
-            )
-
-        async def work(session: Session):
-            try:
-                messages, info = await asyncio.to_thread(session.env.reset, seed=seed, options=options)
-            except Exception as exc:
-                raise _env_error(exc) from None
-            session.steps = 0
-            return _json_response(
-                {"observation": {"messages": messages}, "reward": None, "done": False, "info": info}
-            )
-
-        return await in_session(request, work)
-
-    async def step(request):
-        body = await read_body(request, "step")
-        if "action" not in body and "action_type" not in body:
-            raise RequestError(400, "bad_request", "`action` (the assistant's text or message) is required")
-        try:
-            action = decode_action(body)
-        except ValueError as exc:
-            raise RequestError(400, "bad_request", str(exc)) from None
-
-        async def work(session: Session):
-            try:
-                messages, reward, terminated, truncated, info = await session.env.astep(action)
-            except Exception as exc:
-                raise _env_error(exc) from None
-            session.steps += 1
-            stats["steps"] += 1
-            return _json_response(
-                {
-                    "observation": {"messages": messages},
-                    "reward": reward,
-                    "done": bool(terminated or truncated),
-                    "terminated": terminated,
-                    "truncated": truncated,
-                    "info": info,
-                }
-            )
-
-        return await in_session(request, work)
-
-    async def tool_call_format(request):
-        body = await read_body(request, "tool_call_format")
-        if "tool_call_format" not in body:
-            raise RequestError(
-                400, "bad_request", "`tool_call_format` (a format name such as hermes, or null) is required"
-            )
-        chosen = body["tool_call_format"]
-
-        async def work(session: Session):
-            setter = getattr(session.env.unwrapped, "set_tool_call_format", None)
-            try:
-                if setter is None:
-                    # What `envs.make(id, tool_call_format=...)` raises for such an env locally.
-                    raise TypeError(f"{session.env_id}: tool_call_format only applies to TextEnv-based envs")
-                setter(chosen)
-            except Exception as exc:
-                raise _env_error(exc) from None
-            return _json_response(_call_format_of(session.env.unwrapped))
-
-        return await in_session(request, work)
-
-    async def tools(request):
-        async def work(session: Session):
-            return _json_response(
-                {"tool_schemas": list(getattr(session.env.unwrapped, "tool_schemas", None) or [])}
-            )
-
-        return await in_session(request, work)
-
-    async def expert_action(request):
-        async def work(session: Session):
-            try:
-                action = await asyncio.to_thread(session.env.unwrapped.expert_action)
-            except Exception as exc:
-                raise _env_error(exc) from None
-            return _json_response({"action": action})
-
-        return await in_session(request, work)
-
-    async def render(request):
-        async def work(session: Session):
-            from envs.text_env import render_transcript
-
-            transcript = getattr(session.env.unwrapped, "transcript", None)
-            text = render_transcript(transcript) if transcript is not None else None
-            return _json_response({"text": text})
-
-        return await in_session(request, work)
-
-    async def state(request):
-        async def work(session: Session):
-            unwrapped = session.env.unwrapped
-            return _json_response(
-                {
-                    "episode_id": session.id,
-                    "step_count": session.steps,
-                    "env_id": session.env_id,
-                    "turn": getattr(unwrapped, "turn", None),
-                    "episode_over": getattr(unwrapped, "episode_over", None),
-                }
-            )
-
-        return await in_session(request, work)
-
-    async def close(request):
-        session_id = request.path_params["session_id"]
-        session = table.get(session_id)
-        async with session.lock:
-            if table.forget(session_id, "closed") is None:
-                raise RequestError(410, "session_closed", f"session {session_id!r} was closed")
-            await asyncio.to_thread(_close_quietly, session.env)
-        return _json_response({"closed": True, "session_id": session_id})
-
-    async def reaper() -> None:
-        while True:
-            await asyncio.sleep(max(0.05, min(5.0, idle_timeout_s / 4)))
-            for session in table.idle(time.monotonic()):
-                if table.forget(session.id, "expired") is not None:
-                    stats["sessions_expired"] += 1
-                    await asyncio.to_thread(_close_quietly, session.env)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_app):
-        task = asyncio.create_task(reaper())
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            for session_id in list(table.open):
-                session = table.forget(session_id, "closed")
-                if session is not None:
-                    _close_quietly(session.env)
-
-    async def not_found(request, exc: HTTPException):
-        detail = f"{request.method} {request.url.path}: {exc.detail}"
-        return _error_response(RequestError.from_http(exc.status_code, detail))
-
-    async def internal(_request, exc: Exception):
-        return _error_response(RequestError.internal(exc))
-
-    sid = "/v1/sessions/{session_id}"
-    routes = [
-        Route("/health", guarded(health), methods=["GET"]),
-        Route("/schema", guarded(schema), methods=["GET"]),
-        Route("/metadata", guarded(metadata), methods=["GET"]),
-        Route("/v1/envs", guarded(list_all), methods=["GET"]),
-        Route("/v1/sessions", guarded(create), methods=["POST"]),
-        Route(f"{sid}/reset", guarded(reset), methods=["POST"]),
-        Route(f"{sid}/step", guarded(step), methods=["POST"]),
-        Route(f"{sid}/tools", guarded(tools), methods=["GET"]),
-        Route(f"{sid}/tool_call_format", guarded(tool_call_format), methods=["PUT"]),
-        Route(f"{sid}/expert_action", guarded(expert_action), methods=["GET"]),
-        Route(f"{sid}/render", guarded(render), methods=["GET"]),
-        Route(f"{sid}/state", guarded(state), methods=["GET"]),
-        Route(sid, guarded(close), methods=["DELETE"]),
-    ]
-    app = Starlette(
-        routes=routes,
-        lifespan=lifespan,
-        exception_handlers={HTTPException: not_found, Exception: internal},
+    state = ServerState(
+        table=SessionTable(max_sessions, idle_timeout_s),
+        gate=AdmissionGate(
+            max_concurrency, 4 * max_concurrency if max_queue is None else max_queue, what="env calls"
+        ),
+        max_body_bytes=int(max_body_mb * 1024 * 1024),
+        body_timeout_s=body_timeout_s,
+        operator_kwargs={k: dict(v) for k, v in (operator_kwargs or {}).items()},
     )
-    app.state.sessions = table
+    app = make_app(
+        [(method, path, functools.partial(handler, state)) for method, path, handler in ROUTES],
+        token=token,
+        lifespan=_lifespan(state),
+        encode=to_json,
+        on_error=state.counted,
+    )
+    app.state.sessions = state.table
     return app
-
-
-def _call_format_of(unwrapped: Any) -> dict[str, Any]:
-    """`{"tool_call_format": ...}` for an env that reads tool calls from reply text, else `{}`."""
-    if getattr(unwrapped, "set_tool_call_format", None) is None:
-        return {}
-    return {"tool_call_format": getattr(unwrapped, "tool_call_format", None)}
 
 
 def _close_quietly(env: Any) -> None:
@@ -598,42 +543,26 @@ def serve(args: argparse.Namespace) -> int:
     Returns:
         The exit status.
     """
-    import os
+    from envs.remote.operator_config import OperatorConfigError, operator_kwargs
 
-    import uvicorn
-
-    from envs.remote.operator_config import OperatorConfigError, operator_kwargs, require_token
-
-    token = args.token or os.environ.get("TURNGYM_ENV_TOKEN") or None
+    settings = server_settings(args, token_env=TOKEN_ENV)
+    if not args.idle_timeout > 0:
+        raise UsageError(f"--idle-timeout must be a number of seconds > 0, got {args.idle_timeout}")
     try:
-        require_token(args.host, token)
-        for flag, value in (("--idle-timeout", args.idle_timeout), ("--body-timeout", args.body_timeout)):
-            if not value > 0:
-                raise OperatorConfigError(f"{flag} must be a number of seconds > 0, got {value}")
-        if not args.max_body_mb > 0:
-            raise OperatorConfigError(f"--max-body-mb must be > 0, got {args.max_body_mb}")
         operator = operator_kwargs(args.env_config, args.env_kwargs)
     except OperatorConfigError as exc:
         raise UsageError(str(exc)) from None
-    check_port_free(args.host, args.port)  # one line now, rather than uvicorn's log once the app is built
     app = create_app(
         max_sessions=args.max_sessions,
-        max_concurrency=args.max_concurrency,
-        max_queue=args.max_queue,
+        max_concurrency=settings["max_concurrency"],
+        max_queue=settings["max_queue"],
         idle_timeout_s=args.idle_timeout,
-        token=token,
+        token=settings["token"],
         max_body_mb=args.max_body_mb,
-        body_timeout_s=args.body_timeout,
+        body_timeout_s=settings["body_timeout_s"],
         operator_kwargs=operator,
     )
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-    )
+    run_server(app, args)
     return 0
 
 

@@ -67,8 +67,3 @@ def decode_action(body: dict[str, Any]) -> Any:
         raise ValueError("action_type must be a Python identifier of at most 64 characters")
     # An instance of a fresh class with that name: the env only ever reports the type's name.
     return type(name, (), {})()
-
-
-def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
-    """The one JSON shape of every failure: `{"error": {"code", "message", ...}}`."""
-    return {"error": {"code": code, "message": message, **extra}}

@@ -318,7 +318,7 @@ def test_limits_sessions_calls_and_idle_expiry(small_server):
         time.sleep(0.02)
     with pytest.raises(RemoteEnvError) as busy:
         b.step("50")
-    assert busy.value.status == 429 and busy.value.code == "busy"
+    assert busy.value.status == 429 and busy.value.code == "overloaded"
     response = httpx.get(f"{small_server}/v1/sessions/{a.session_id}/tools", timeout=5)
     assert response.status_code == 409 and response.json()["error"]["code"] == "session_busy"
     worker.join()
