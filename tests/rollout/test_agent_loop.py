@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rollout.agent_loop import episode_spec
+from rollout.agent_loop import episode_spec, trajectory_to_output
 
 YAML = Path(__file__).resolve().parents[2] / "rollout" / "agent_loop.yaml"
 
@@ -23,6 +23,28 @@ def test_episode_spec_reads_extra_info_and_json_kwargs():
     ) == ("x", 2, {"d": "easy"})
     with pytest.raises(ValueError, match="env_id"):
         episode_spec({"extra_info": {}})
+
+
+def test_training_path_and_to_dataproto_put_each_turns_reward_on_the_same_token(tokenizer):
+    """verl's rm_scores from the agent loop and to_dataproto's agree token for token on a multi-turn episode."""
+    import envs
+    from rollout.dataproto import to_dataproto
+    from rollout.episode import EpisodeConfig, run_episode
+    from rollout.scripted_engine import ScriptedEngine
+
+    # Replies the maze cannot read cost a penalty on their own turn: rewards on several turns.
+    moves = ["50", "up", "crane", "7"]
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: moves[turn % len(moves)])
+    config = EpisodeConfig(max_turns=4, max_new_tokens=None)
+    traj = asyncio.run(run_episode(envs.make("maze-v0"), engine, tokenizer, seed=3, config=config))
+    rewarded = [p for p, r in zip(traj.reward_positions, traj.rewards, strict=True) if r]
+    assert traj.num_turns == 4 and len(rewarded) >= 2  # rewards on more than one turn, not all at the end
+
+    training = trajectory_to_output(traj, tokenizer, None).as_dict()["rm_scores"].tolist()
+    batch = to_dataproto([traj], response_length=len(traj.response_ids) + 5).batch["rm_scores"][0].tolist()
+    assert training == batch[: len(traj.response_ids)] and not any(batch[len(traj.response_ids) :])
+    assert [i for i, v in enumerate(training) if v] == rewarded
+    assert [training[p] for p in rewarded] == pytest.approx([r for r in traj.rewards if r])
 
 
 @pytest.mark.slow
