@@ -89,6 +89,12 @@ def _main(argv: list[str] | None) -> int:
     from envs.remote import add_serve_arguments
 
     add_serve_arguments(serve)
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes behind the one port, each session on one of them (default 1)",
+    )
     args = parser.parse_args(argv)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -100,6 +106,10 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "list":
         return _list_categories() if args.categories else _list(args.category)
     if args.command == "serve":
+        if args.workers != 1:
+            from envs.remote.workers import serve_workers
+
+            return serve_workers(args)
         from envs.remote.server import serve as run_server
 
         return run_server(args)

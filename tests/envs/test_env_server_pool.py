@@ -10,6 +10,9 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import httpx
 import pytest
@@ -192,3 +195,119 @@ def test_a_server_that_returns_is_back_in_the_pool(two_servers):
     assert back.url == urls[0]  # the least loaded: it holds none, the other one
     for env in (held, back):
         env.close()
+
+
+# ----- python -m envs serve --workers N -------------------------------------------------------------
+
+
+def _worker_pids(front_pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+    rows = (line.split(None, 2) for line in out.splitlines() if line.strip())
+    return [int(pid) for pid, ppid, args in rows if int(ppid) == front_pid and "envs.remote.worker" in args]
+
+
+def _gone(pids: list[int], within_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def workers_server():
+    url, proc = spawn_server(["-m", "envs", "serve", "--workers", "2"])
+    yield url, proc
+    pids = _worker_pids(proc.pid)
+    stop_server(proc)
+    assert _gone(pids), f"workers outlived the front: {pids}"
+
+
+def test_workers_share_one_port_and_each_session_stays_on_its_worker(workers_server):
+    url, _ = workers_server
+    made = [envs.make(ENV_ID, remote=url) for _ in range(4)]
+    try:
+        assert sorted(env.session_id.split("-")[0] for env in made) == ["w0", "w0", "w1", "w1"]
+        for seed, env in enumerate(made):
+            local = envs.make(ENV_ID)
+            assert env.reset(seed=seed)[0] == local.reset(seed=seed)[0]
+            for action, seen in _expert_script(seed)[:3]:
+                assert tuple(env.step(action)[:4]) == seen
+        # One connection for every session (a client that pools connections): each still reaches its own.
+        with httpx.Client(base_url=url) as shared:
+            for env in made + made[::-1]:
+                state = shared.get(f"/v1/sessions/{env.session_id}/state").json()
+                assert state["episode_id"] == env.session_id and state["step_count"] == min(
+                    3, len(_expert_script(made.index(env)))
+                )
+            missing = shared.get("/v1/sessions/w1-nope/state")
+            assert missing.status_code == 404 and "'w1-nope'" in missing.json()["error"]["message"]
+            assert {shared.get("/health").json()["workers"] for _ in range(2)} == {2}
+    finally:
+        for env in made:
+            env.close()
+
+
+def _pid_of_worker(url: str) -> dict[int, int]:
+    """Worker index -> pid, from /health on fresh connections (the front hands them out in turn)."""
+    seen: dict[int, int] = {}
+    for _ in range(8):
+        health = httpx.get(f"{url}/health", timeout=10).json()
+        seen[health["worker"]] = health["pid"]
+    return seen
+
+
+def test_a_killed_worker_is_restarted_and_only_its_sessions_are_lost(workers_server):
+    url, proc = workers_server
+    made = [envs.make(ENV_ID, remote=url) for _ in range(2)]
+    by_worker = {int(env.session_id.split("-")[0][1:]): env for env in made}
+    assert sorted(by_worker) == [0, 1]
+    for env in made:
+        env.reset(seed=1)
+    pids = _pid_of_worker(url)
+    os.kill(pids[0], signal.SIGKILL)
+    with pytest.raises(RemoteEnvError):
+        by_worker[0].step("<guess>50</guess>")
+    assert by_worker[1].step("<guess>50</guess>")[2:4] == (False, False)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _pid_of_worker(url).get(0) in (None, pids[0]):
+        time.sleep(0.1)
+    assert _pid_of_worker(url)[0] != pids[0]
+    with httpx.Client(base_url=url) as client:
+        lost = client.get(f"/v1/sessions/{by_worker[0].session_id}/state")
+    assert lost.status_code == 404, lost.text
+    fresh = [envs.make(ENV_ID, remote=url) for _ in range(2)]
+    for env in fresh:
+        env.reset(seed=2)
+        env.close()
+    for env in made:
+        env.close()
+
+
+def test_front_killed_leaves_no_worker():
+    url, proc = spawn_server(["-m", "envs", "serve", "--workers", "2"])
+    pids = _worker_pids(proc.pid)
+    assert len(pids) == 2
+    proc.kill()
+    proc.wait()
+    assert _gone(pids), f"workers outlived a killed front: {pids}"
+
+
+@pytest.mark.parametrize("workers", ["0", "-1", "999"])
+def test_bad_worker_count_is_one_line(workers):
+    done = subprocess.run(
+        [sys.executable, "-m", "envs", "serve", "--workers", workers, "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "--workers" in done.stderr, done.stderr
