@@ -86,7 +86,27 @@ async def acollect(
     on_episode: Callable[[Trajectory], None] | None = None,
     keep_failed: bool = False,
 ) -> TrajectoryBatch:
-    """Async `collect`: episodes i*group_size..(i+1)*group_size-1 share seed `seed + i` and a group uid."""
+    """Async `collect`: episodes i*group_size..(i+1)*group_size-1 share seed `seed + i` and a group uid.
+
+    Args:
+        env: An env id, an env made by `envs.make` (each episode plays a fresh copy made the same way),
+            or a function returning a fresh env.
+        engine: What generates the assistant turns (`HFEngine`, `SGLangEngine`, any `Engine`).
+        tokenizer: The model's tokenizer; its chat template renders the conversation.
+        n_episodes: How many episodes to run.
+        group_size: Episodes per seed (GRPO's group); they share a seed and a group uid.
+        concurrency: Episodes in flight at once.
+        seed: The first group's seed; group i plays seed `seed + i`.
+        env_kwargs: Keyword arguments for each env (`envs.make(id, **env_kwargs)`).
+        sampling_params: Passed to every `engine.generate` call (e.g. `max_tokens`, `temperature`).
+        config: Per-episode budgets (prompt and response lengths, turn limits); None: the defaults.
+        on_episode: Called with each trajectory as its episode ends (progress bars, streaming).
+        keep_failed: Keep failed episodes in the returned list too (they are in `.failed` either way).
+
+    Returns:
+        The trajectories (successful ones unless `keep_failed`), in episode order, with the failed
+        ones in `.failed`.
+    """
     new_env, env_id = env_factory(env, env_kwargs)
     sem = asyncio.Semaphore(max(1, concurrency))
     groups = [uuid.uuid4().hex for _ in range((n_episodes + group_size - 1) // group_size)]
@@ -144,6 +164,33 @@ def collect(
     way), or a function returning a fresh env; anything else raises TypeError before any episode runs.
     Failed episodes (engine errors after retries, prompt too long, env exceptions) are left out; the
     returned list keeps them in `.failed` and `summarize(batch)["failed_episodes"]` counts them.
+
+    Args:
+        env: An env id, an env made by `envs.make`, or a function returning a fresh env.
+        engine: What generates the assistant turns (`HFEngine`, `SGLangEngine`, any `Engine`).
+        tokenizer: The model's tokenizer; its chat template renders the conversation.
+        n_episodes: How many episodes to run.
+        group_size: Episodes per seed (GRPO's group).
+        concurrency: Episodes in flight at once.
+        **kwargs: The rest of `acollect`'s options (`seed`, `env_kwargs`, `sampling_params`, `config`,
+            `on_episode`, `keep_failed`).
+
+    Returns:
+        The successful trajectories, token-exact (prompt ids, response ids, loss mask, logprobs,
+        per-turn rewards), with the failed ones in `.failed`.
+
+    Example:
+        >>> from rollout import HFEngine, collect, summarize
+        >>> engine = HFEngine()  # the embedded tiny model  # doctest: +SKIP
+        >>> batch = collect(
+        ...     "guess-number-v0", engine, engine.tokenizer, 4, group_size=2,
+        ...     env_kwargs={"max_turns": 3}, sampling_params={"max_tokens": 16},
+        ... )  # doctest: +SKIP
+        >>> len(batch), summarize(batch)["episodes"]  # doctest: +SKIP
+        (4, 4)
+        >>> traj = batch[0]  # doctest: +SKIP
+        >>> len(traj.response_ids) == len(traj.loss_mask) == len(traj.logprobs)  # doctest: +SKIP
+        True
     """
     return run_sync(
         acollect(env, engine, tokenizer, n_episodes, group_size=group_size, concurrency=concurrency, **kwargs)

@@ -89,7 +89,39 @@ class EngineStats:
 
 
 class HFEngine:
-    """Batched generation with a transformers causal LM; `generate` follows the engine contract."""
+    """Batched generation with a transformers causal LM; `generate` follows the engine contract.
+
+    Concurrent `generate` calls share forward passes (continuous batching on one worker thread), so
+    many episodes can await it at once from one event loop.
+
+    Args:
+        model_or_path: A loaded model, a Hugging Face model directory, a model name
+            (`rollout.named_models`: "embedded", "smollm2-135m-instruct") or "gguf:<file>";
+            None: the embedded tiny model, built on first use and cached.
+        tokenizer: The tokenizer (object or directory); None: the one beside the model directory.
+        device: The torch device the model runs on.
+        max_batch_size: Rows decoded together at most; more requests wait for a free row.
+        max_prefill_padding: Prompts admitted together are prefilled in groups of similar length, at
+            most this share of a group's slots padding (inf: one padded prefill for all of them).
+        max_prefill_tokens: Slots one prefill group holds at most (bounds the activations), unless one
+            prompt alone is longer.
+        default_max_new_tokens: The token budget of a request whose sampling params set none.
+        seed: Seeds the sampler; a request's own `seed`/`sampling_seed` overrides it.
+        dtype: The torch dtype a model loaded from a path gets (default float32).
+        prefix_cache_tokens: Key/value tokens kept from finished generations, reused when an
+            episode's next prompt extends its last one (0 turns the reuse off).
+
+    Example:
+        >>> import asyncio
+        >>> from rollout import HFEngine
+        >>> engine = HFEngine()  # the embedded tiny model  # doctest: +SKIP
+        >>> prompt = engine.tokenizer.encode("Guess a number between 1 and 100:")  # doctest: +SKIP
+        >>> out = asyncio.run(
+        ...     engine.generate("r0", prompt_ids=prompt, sampling_params={"max_tokens": 8, "temperature": 0})
+        ... )  # doctest: +SKIP
+        >>> len(out.token_ids) <= 8, len(out.log_probs) == len(out.token_ids)  # doctest: +SKIP
+        (True, True)
+    """
 
     def __init__(
         self,
@@ -178,7 +210,22 @@ class HFEngine:
     async def generate(
         self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any] | None = None
     ) -> Generation:
-        """Queue one request and wait for its completion (batched with concurrent ones)."""
+        """Queue one request and wait for its completion (batched with concurrent ones).
+
+        Args:
+            request_id: Names the request (logs, and which episode a prefix-cache entry belongs to).
+            prompt_ids: The prompt's token ids, all inside the vocabulary.
+            sampling_params: verl- or SGLang-style keys (`max_tokens`/`max_new_tokens`, `temperature`,
+                `top_p`, `top_k`, `stop`, `stop_token_ids`, `seed`); temperature 0 is greedy.
+
+        Returns:
+            The generated ids (stop token included), the logprob of each, and the stop reason
+            ("completed" or "length").
+
+        Raises:
+            EngineError: The engine is closed, or the prompt is empty, holds ids outside the
+                vocabulary or leaves no room in the model's context.
+        """
         if self._closed:
             raise EngineError("HFEngine is closed")
         params = SamplingParams.from_dict(sampling_params, self.default_max_new_tokens)

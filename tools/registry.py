@@ -11,7 +11,25 @@ from tools.tool import Tool
 
 
 class ToolRegistry:
-    """An ordered set of uniquely named tools."""
+    """An ordered set of uniquely named tools.
+
+    Args:
+        tools: The tools, in the order their schemas are shown to the model; names must be unique.
+
+    Example:
+        >>> from tools import ToolRegistry, tool
+        >>> @tool
+        ... def echo(text: str) -> str:
+        ...     '''Say text back.'''
+        ...     return text
+        >>> registry = ToolRegistry([echo])
+        >>> registry.names
+        ['echo']
+        >>> registry.call_sync("echo", {"text": "hello"}).content
+        'hello'
+        >>> registry.call_sync("ehco", {}).content
+        'unknown tool `ehco`; available tools: echo'
+    """
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}

@@ -31,6 +31,40 @@ class Tool:
 
     Subclasses either set `args_model` or define a nested `class Args(BaseModel)`. Stateful tools set
     `stateful = True`; `fork()` gives each episode its own instance and `aclose()` releases it.
+    Calling a tool (`call`, `call_sync`) never raises: bad arguments, exceptions, `sys.exit` and
+    timeouts all come back as a `ToolResult` with `is_error=True` whose text the model can act on.
+
+    Class attributes a subclass sets:
+
+    Args:
+        name: What the model calls the tool (letters, digits, `_.-`, at most 64 characters).
+        description: One line the model reads in the tool schema.
+        args_model: The pydantic model the JSON arguments are validated against (or a nested `Args`).
+        stateful: True when one episode's calls share state; each episode then gets its own `fork()`.
+        timeout_s: Seconds one call may take before it becomes an error result (None: no limit).
+        max_output_chars: Longer result text is cut, with a note saying how much (None: no cut).
+
+    Example:
+        >>> import pydantic
+        >>> from tools import Tool
+        >>> class Add(Tool):
+        ...     name = "add"
+        ...     description = "Add two integers."
+        ...
+        ...     class Args(pydantic.BaseModel):
+        ...         a: int
+        ...         b: int
+        ...
+        ...     async def run(self, args, context):
+        ...         return str(args.a + args.b)
+        >>> add = Add()
+        >>> add.schema["function"]["parameters"]["required"]
+        ['a', 'b']
+        >>> add.call_sync({"a": 2, "b": 3}).content
+        '5'
+        >>> result = add.call_sync('{"a": 2}')
+        >>> result.is_error, result.content.startswith("tool `add`: ")
+        (True, True)
     """
 
     name: str = ""
@@ -90,7 +124,15 @@ class Tool:
             return format_validation_error(exc)
 
     async def call(self, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
-        """Validate and run; never raises: every failure becomes `ToolResult(is_error=True)`."""
+        """Validate and run; never raises: every failure becomes `ToolResult(is_error=True)`.
+
+        Args:
+            arguments: The model's arguments: a dict, a JSON object as text, or None/empty for none.
+            context: Per-episode values the env passes through to `run` (e.g. the episode's sandbox).
+
+        Returns:
+            The result; its text is cut to `max_output_chars`, and `is_error` is set on any failure.
+        """
         try:
             parsed = self.parse_arguments(arguments)
         except Exception as exc:  # a custom validator may raise anything
@@ -125,7 +167,15 @@ class Tool:
             raise ToolExit(exc.code) from None
 
     def call_sync(self, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
-        """Blocking `call`; safe inside a running event loop (runs in a worker thread then)."""
+        """Blocking `call`; safe inside a running event loop (runs in a worker thread then).
+
+        Args:
+            arguments: As for `call`.
+            context: As for `call`.
+
+        Returns:
+            The same `ToolResult` that `call` returns.
+        """
         return run_sync(self.call(arguments, context))
 
     def fork(self) -> Tool:
@@ -224,7 +274,33 @@ def tool(
     description: str | None = None,
     timeout_s: float | None = 30.0,
 ) -> Any:
-    """Decorator: a typed function (sync or async) becomes a `Tool`; schema from hints and docstring."""
+    """Decorator: a typed function (sync or async) becomes a `Tool`; schema from hints and docstring.
+
+    Args:
+        fn: The function (when used as `@tool` without parentheses).
+        name: The tool's name; default: the function's name.
+        description: The schema's description; default: the docstring's first paragraph.
+        timeout_s: Seconds one call may take (None: no limit).
+
+    Returns:
+        A `FunctionTool` (still callable as the plain function), or a decorator when `fn` is None.
+
+    Example:
+        >>> from tools import tool
+        >>> @tool
+        ... def shout(text: str, times: int = 1) -> str:
+        ...     '''Repeat text in capitals.
+        ...
+        ...     Args:
+        ...         text: What to say.
+        ...         times: How often.
+        ...     '''
+        ...     return " ".join([text.upper()] * times)
+        >>> shout.schema["function"]["parameters"]["properties"]["times"]["default"]
+        1
+        >>> shout.call_sync({"text": "hi", "times": 2}).content
+        'HI HI'
+    """
 
     # Hints naming classes local to the defining function resolve through the caller's locals.
     caller = sys._getframe(1)

@@ -371,6 +371,28 @@ def _main(argv: list[str] | None) -> int:
         raise UsageError(problem)
     for name in OPTIONAL_VERL_ENGINES:
         # compose_config's checks import verl's engines here, before the console filter can start.
+
+    Args:
+        argv: The command line after `python -m trainer.run`: a config group (`env=guess-number`) and
+            Hydra overrides; `--help` prints the usage. None: `sys.argv[1:]`.
+
+    Returns:
+        The exit code: 0 when training finished (or was already done), 2 for a mistake, 130 for Ctrl-C.
+
+    Example:
+        >>> import contextlib, sys
+        >>> from trainer.run import main
+        >>> main(["--help"])  # doctest: +ELLIPSIS
+        `python -m trainer.run env=<group> [hydra overrides]`: train an agent with verl's PPO trainer.
+        ...
+        0
+        >>> with contextlib.redirect_stderr(sys.stdout):
+        ...     code = main(["env=guess-numbr"])
+        trainer.run: unknown env 'guess-numbr'; valid choices: code-sandbox, guess-number, ...
+        >>> code
+        2
+        >>> main(["env=guess-number", "trainer.total_training_steps=1"])  # a real run  # doctest: +SKIP
+        0
         warnings.filterwarnings("ignore", message=f"{name} engine is not available", category=UserWarning)
     staged: StagedData | None = None
     try:

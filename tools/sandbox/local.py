@@ -140,6 +140,43 @@ class LocalSandbox:
     A bubblewrap run with cgroups starts from a spare when one is ready (`tools.sandbox.spares`: its
     fresh group and launcher made between calls), and its teardown runs after it returns, on the
     housekeeping thread (`tools.sandbox.deferred`); every process of the run is killed before it returns.
+
+    Args:
+        timeout_s: Wall-clock seconds one run may take (per call: `run(..., timeout_s=)`).
+        memory_mb: Memory for the whole run (per process without cgroups); per call: `memory_mb=`.
+        max_output_bytes: stdout and stderr are each cut at this size (`SandboxResult.truncated`).
+        nproc: Processes alive at once (with cgroups or a dropped uid).
+        fsize_mb: Largest file a process may write.
+        nofile: Open file descriptors per process.
+        isolation: "auto", "bwrap" or "none", as above.
+        python: The interpreter that runs Python code; default: a system Python outside this install.
+        compile_timeout_s: Seconds the C/C++ compile step may take, on top of `timeout_s`.
+        workdir_base: Where the per-run work dirs are made; default: the system temp dir.
+        max_workers: Threads `arun` runs sandboxes on (shared by every sandbox in the process).
+        bwrap: Path of the bubblewrap binary; default: the one on PATH.
+        cgroups: False skips per-run cgroups even where they are available.
+        cpus: Cores one run may use (with cgroups).
+        disk_mb: Size of the work dir's tmpfs (as root).
+        tmpfs_mb: Size of /tmp and /dev/shm inside the sandbox.
+
+    Raises:
+        RuntimeError: `isolation` is "auto"/"bwrap" and this machine cannot isolate (the message says
+            what to install, or to pass isolation="none").
+        ValueError: `isolation` is not one of the three names.
+
+    Example:
+        >>> from tools.sandbox import LocalSandbox
+        >>> sandbox = LocalSandbox(timeout_s=5)
+        >>> sandbox.isolation
+        'bwrap'
+        >>> result = sandbox.run("print(sum(range(10)))")
+        >>> result.status, result.stdout
+        ('ok', '45\\n')
+        >>> sandbox.run("open('/etc/passwd', 'a')").status
+        'error'
+        >>> slow = sandbox.run("while True: pass", timeout_s=0.5)
+        >>> slow.status, slow.message
+        ('timeout', 'timed out after 0.5s (wall clock); process killed')
     """
 
     def __init__(
@@ -343,8 +380,22 @@ class LocalSandbox:
     ) -> SandboxResult:
         """Run `code` once in a fresh sandbox; never raises for anything the code does.
 
-        `compile_timeout_s` overrides the instance's for this call only; setting `cancel` stops the
-        run (its processes are killed) and returns a sandbox_error saying so.
+        Args:
+            code: The program's source.
+            language: "python", "bash", "c" or "cpp" (and their aliases: "py", "sh", "c++", ...).
+            timeout_s: This run's wall-clock limit instead of the instance's.
+            memory_mb: This run's memory limit instead of the instance's.
+            stdin: What the program reads on standard input.
+            files: Files to put in the work dir first, by relative path.
+            fetch_files: Relative paths to read back from the work dir after the run.
+            compile_timeout_s: Overrides the instance's compile limit for this call only.
+            cancel: Setting it stops the run (its processes are killed) and returns a sandbox_error
+                saying so.
+
+        Returns:
+            The run's `SandboxResult`: status, output, exit code, duration, one-sentence message and
+            the fetched files. A failure of the sandbox itself is status "sandbox_error", not an
+            exception.
         """
         lang = LANGUAGES.get(language.lower())
         if lang is None:
