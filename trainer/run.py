@@ -353,24 +353,6 @@ def main(argv: list[str] | None = None) -> int:
 
     A mistake is one line on stderr and exit code 2, before anything is written or Ray starts; Ctrl-C
     is one line saying that the same command resumes, exit code 130.
-    """
-    return run_cli("trainer.run", _main, argv, interrupted=INTERRUPTED)
-
-
-def _main(argv: list[str] | None) -> int:
-    from trainer.run_data import discard
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
-    from trainer.verl_version import verl_version_problem
-
-    problem = verl_version_problem()  # first: before any config is composed, anything written, Ray started
-    if problem is not None:
-        raise UsageError(problem)
-    for name in OPTIONAL_VERL_ENGINES:
-        # compose_config's checks import verl's engines here, before the console filter can start.
 
     Args:
         argv: The command line after `python -m trainer.run`: a config group (`env=guess-number`) and
@@ -393,6 +375,24 @@ def _main(argv: list[str] | None) -> int:
         2
         >>> main(["env=guess-number", "trainer.total_training_steps=1"])  # a real run  # doctest: +SKIP
         0
+    """
+    return run_cli("trainer.run", _main, argv, interrupted=INTERRUPTED)
+
+
+def _main(argv: list[str] | None) -> int:
+    from trainer.run_data import discard
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    from trainer.verl_version import verl_version_problem
+
+    problem = verl_version_problem()  # first: before any config is composed, anything written, Ray started
+    if problem is not None:
+        raise UsageError(problem)
+    for name in OPTIONAL_VERL_ENGINES:
+        # compose_config's checks import verl's engines here, before the console filter can start.
         warnings.filterwarnings("ignore", message=f"{name} engine is not available", category=UserWarning)
     staged: StagedData | None = None
     try:
