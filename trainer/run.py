@@ -15,6 +15,10 @@ Everything before Ray starts is checked first (groups, env ids, override keys). 
 without a GPU (or with ``trainer.device=cpu``) the CPU platform plugin (``trainer.cpu``) is loaded
 into every verl process through ``VERL_USE_EXTERNAL_MODULES`` and ``VERL_PLATFORM=cpu``.
 
+With ``RAY_ADDRESS`` (or ``ray_kwargs.ray_init.address=auto|HOST:PORT``) the run joins a Ray cluster
+started with ``ray start`` instead of starting its own; ``trainer.nnodes`` spreads it over the nodes.
+An unreachable address is one line before anything is written (trainer/ray_cluster.py).
+
 The console shows turngym's lines (one per training step); verl's and Ray's output goes to
 ``<turngym.output_dir>/train.log``. ``turngym.verbose=true`` shows it on the console as well.
 """
@@ -32,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from tools.cli_errors import UsageError, run_cli
 from trainer.compose import ConfigError, compose_config, env_entries
 from trainer.progress import ConsoleFilter
+from trainer.ray_cluster import check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
 from trainer.run_data import StagedData
 
@@ -193,9 +198,16 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
     os.environ.setdefault("TENSORBOARD_DIR", str(out / "tensorboard"))
     worker_env["TENSORBOARD_DIR"] = os.environ["TENSORBOARD_DIR"]
     with open_struct(cfg):
-        env_vars = cfg.ray_kwargs.ray_init.setdefault("runtime_env", {}).setdefault("env_vars", {})
+        # Assigned through the config nodes: DictConfig.setdefault returns the plain default, not the
+        # node it stores, so values written into it never reached ray.init. A local Ray instance hid
+        # that (its workers inherit this process's environment); the nodes of a cluster do not.
+        ray_init = cfg.ray_kwargs.ray_init
+        if ray_init.get("runtime_env") is None:
+            ray_init.runtime_env = {}
+        if ray_init.runtime_env.get("env_vars") is None:
+            ray_init.runtime_env.env_vars = {}
         for key, value in worker_env.items():
-            env_vars[key] = value
+            ray_init.runtime_env.env_vars[key] = value
 
     entries = env_entries(cfg)
     if not cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path:
@@ -290,6 +302,12 @@ def launch(cfg: DictConfig) -> None:
         _use_cpu_platform()
     auto_set_device(cfg)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    address = join_existing_cluster(cfg)
+    if address is not None:
+        print(
+            f"[turngym] joining the Ray cluster at {address} (trainer.nnodes={cfg.trainer.nnodes})",
+            flush=True,
+        )
     print(
         "[turngym] starting Ray and verl's workers (trainer, actor, rollout server, agent loop); "
         + ("about a minute on CPU" if cfg.trainer.device == "cpu" else "this takes a while")
@@ -400,6 +418,7 @@ def _main(argv: list[str] | None) -> int:
         apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
         model_label = resolve_model_option(cfg)  # a name or GGUF: converted once, before Ray starts
         check_run(cfg)  # before anything is written: output folders, model path, the run folder's settings
+        check_cluster_reachable(cfg)  # an existing Ray cluster to join (RAY_ADDRESS or ray_init.address)
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
         print(model_settings_line(cfg, model_label), flush=True)
         log_file = train_log_path(cfg)

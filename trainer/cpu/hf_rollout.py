@@ -22,6 +22,7 @@ from typing import Any
 
 import ray
 import torch
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
@@ -160,9 +161,17 @@ class HFReplica(RolloutReplica):
 
     async def launch_servers(self) -> None:
         name = _server_name(self.replica_rank, self.name_suffix)
+        options: dict[str, Any] = {"name": name, "max_concurrency": self.max_concurrency, "num_cpus": 0}
+        if self.workers:
+            # On its workers' node, as verl places its vLLM/SGLang servers: the weights each step and
+            # the server's logs stay on the node that owns the replica.
+            node_id = await self.workers[0].__ray_call__.remote(
+                lambda worker: ray.get_runtime_context().get_node_id()
+            )
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
         server = (
             ray.remote(HFRolloutServer)
-            .options(name=name, max_concurrency=self.max_concurrency, num_cpus=0)
+            .options(**options)
             .remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
         )
         await server.ready.remote()

@@ -1,0 +1,103 @@
+"""Joining a Ray cluster that is already running (``ray start`` on every node) instead of starting one.
+
+``trainer.run`` starts a private Ray instance unless it is given an address: ``RAY_ADDRESS`` (Ray's own
+variable, also set by ``ray job submit``) or ``ray_kwargs.ray_init.address`` (passed to ``ray.init`` by
+verl's ``run_ppo``). An address is checked before anything is written: an unreachable one is one line
+naming it. When joining, the run gives up its own resource declarations (``ray_init.num_cpus`` and
+``num_gpus``): the nodes declared theirs in ``ray start``, and Ray refuses both when connecting.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from trainer.config_error import ConfigError
+
+ADDRESS_KEY = "ray_kwargs.ray_init.address"
+CONNECT_TIMEOUT_S = 5.0
+RECIPE = "start it with `ray start --head` (docs/trainer.md, 'Past one machine')"
+
+
+def cluster_address(cfg: DictConfig) -> str | None:
+    """The address of the Ray cluster this run joins, or None when it starts its own Ray instance.
+
+    Args:
+        cfg: the training config; ``ray_kwargs.ray_init.address`` wins over ``$RAY_ADDRESS``.
+
+    Returns:
+        The address as given (``auto``, ``host:port`` or ``ray://host:port``), None for none or ``local``.
+    """
+    given = OmegaConf.select(cfg, ADDRESS_KEY, default=None) or os.environ.get("RAY_ADDRESS") or None
+    if given is None or str(given).strip() in ("", "local"):
+        return None
+    return str(given).strip()
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """``host:port`` of an address; ``auto`` is looked up the way ``ray.init`` looks it up."""
+    where = f"{ADDRESS_KEY} / RAY_ADDRESS={address!r}"
+    if address == "auto":
+        from ray._private.services import canonicalize_bootstrap_address
+
+        try:
+            found = canonicalize_bootstrap_address("auto")
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise ConfigError(f"no running Ray cluster found for {where}: {exc}; {RECIPE}") from None
+        if not found:
+            raise ConfigError(f"no running Ray cluster found on this machine for {where}; {RECIPE}")
+        address = found
+    bare = address.removeprefix("ray://")
+    host, sep, port = bare.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ConfigError(f"{where} is not host:port (e.g. 10.0.0.1:6379) or 'auto'")
+    return host.strip("[]"), int(port)
+
+
+def check_cluster_reachable(cfg: DictConfig, timeout: float = CONNECT_TIMEOUT_S) -> str | None:
+    """Raise ConfigError (one line) unless the cluster this run joins answers on its port.
+
+    A TCP connection to the head's GCS port, before anything is written or Ray starts: ``ray.init``
+    would otherwise retry for a minute and end in a long traceback.
+
+    Args:
+        cfg: the training config.
+        timeout: seconds to wait for the head to accept the connection.
+
+    Returns:
+        The address joined (as given), or None when the run starts its own Ray instance.
+    """
+    address = cluster_address(cfg)
+    if address is None:
+        return None
+    host, port = _host_port(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"cannot reach the Ray cluster at {host}:{port} ({ADDRESS_KEY} / RAY_ADDRESS={address!r}): "
+            f"{reason}; {RECIPE}, or fix the address"
+        ) from None
+    return address
+
+
+def join_existing_cluster(cfg: DictConfig) -> str | None:
+    """Set up ``ray_kwargs.ray_init`` to join the cluster, if there is one to join; return its address.
+
+    The nodes declared their CPUs and GPUs (logical ones on CPU) in ``ray start``; ``ray.init`` refuses
+    ``num_cpus`` / ``num_gpus`` when it connects, so the platform's own declarations are dropped.
+    """
+    address = cluster_address(cfg)
+    if address is None:
+        return None
+    with open_dict(cfg):
+        ray_init = cfg.ray_kwargs.ray_init
+        ray_init.address = address
+        for key in ("num_cpus", "num_gpus"):
+            if key in ray_init:
+                ray_init[key] = None
+    return address
