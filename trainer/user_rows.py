@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rollout.episode_row import EpisodeRow, decode_kwargs
 from tools.cli_errors import did_you_mean
 from trainer.compose import ConfigError
 
@@ -52,21 +52,10 @@ def user_files(cfg: DictConfig) -> dict[str, Path]:
 
 
 def _kwargs(value: Any, where: str) -> dict:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return {}
-    if isinstance(value, str):
-        if not value.strip():
-            return {}
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise ConfigError(
-                f"{where}: env_kwargs is not JSON ({exc}); give a JSON object or a dict"
-            ) from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: env_kwargs must be a JSON object or a dict, got {type(value).__name__}")
-    # parquet turns dicts into structs with every row's keys; a key another row has reads as None here.
-    return {str(k): v for k, v in value.items() if v is not None}
+    try:
+        return decode_kwargs(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _seed(value: Any, where: str) -> int:
@@ -95,8 +84,8 @@ def read_episodes(path: Path, key: str) -> list[Episode]:
         frame = pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix, in one line
         raise ConfigError(f"{name}: not a readable parquet file ({' '.join(str(exc).split())})") from None
-    if "extra_info" in frame.columns and not set(REQUIRED) <= set(frame.columns):
-        records = [dict(info) if isinstance(info, dict) else {} for info in frame["extra_info"]]
+    if EpisodeRow.EXTRA_INFO in frame.columns and not set(REQUIRED) <= set(frame.columns):
+        records = [dict(info) if isinstance(info, dict) else {} for info in frame[EpisodeRow.EXTRA_INFO]]
     else:
         missing = [c for c in REQUIRED if c not in frame.columns]
         if missing:
