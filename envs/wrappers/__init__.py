@@ -1,4 +1,8 @@
-"""Wrappers for TextEnv, each doing one thing (EpisodeLimits: the two that `envs.make` applies, in one layer)."""
+"""Wrappers for TextEnv. Every one calls its `on_reset`/`on_step` hooks on every reset and step.
+
+`EpisodeLimits` is the layer `envs.make` applies (a turn limit and a charge for unreadable replies);
+`MaxTurns` and `ActionFormat` are it with one of the two settings; `RewardShaping` rescales rewards.
+"""
 
 from envs.wrappers.action_format import ActionFormat
 from envs.wrappers.episode_limits import EpisodeLimits

@@ -1,60 +1,120 @@
-"""EpisodeLimits: `MaxTurns(ActionFormat(env, penalty), max_turns)` in one layer, the stack `envs.make` applies."""
+"""EpisodeLimits: the turn limit and the charge for unreadable replies, the layer `envs.make` applies."""
 
 from __future__ import annotations
 
-from envs.wrappers.max_turns import MaxTurns
+from typing import Any
 
-# The turn limit of "no limit": no turn count reaches it (a float compares with any int).
-_NO_LIMIT = float("inf")
+import gymnasium as gym
+
+from envs.wrappers.text_wrapper import TextWrapper
 
 
-class EpisodeLimits(MaxTurns):
-    """Charge `penalty` per unreadable reply and truncate after `max_turns` turns (None: no limit).
+class EpisodeLimits(TextWrapper):
+    """Truncate after `max_turns` turns and charge `penalty` for each reply the env could not read.
 
-    Behaves as `MaxTurns(ActionFormat(env, penalty=penalty), max_turns)` (as `ActionFormat(env,
-    penalty=penalty)` alone when `max_turns` is None): the same results, info keys in the same order, the
-    same refusals after the end. One layer instead of two, because `make` builds this stack for every
-    episode and every step went through both layers (see docs/envs.md, Wrappers).
+    Every setting is optional: `max_turns=None` sets no turn limit (`MaxTurns` is this with only a limit),
+    `penalty=None` leaves unreadable replies alone (`ActionFormat` is this with only the format settings).
+    An unreadable reply is one whose step info carries a `format_error`; it costs `penalty`
+    (`info["format_penalty"]`), `message` (with `{error}`) replaces what the agent is told, and
+    `max_consecutive` such replies in a row truncate the episode (`info["truncated_reason"] =
+    "format_errors"`). Reaching the turn limit sets `info["truncated_reason"] = "max_turns"`.
+
+    Args:
+        env: the env to wrap (a `TextEnv`, or any env whose step info marks unreadable replies).
+        max_turns: assistant turns before the episode is truncated (>= 1), or None for no limit.
+        penalty: subtracted from the reward of an unreadable reply (>= 0), or None to charge nothing.
+        message: the agent's feedback for an unreadable reply, `{error}` standing for the problem.
+        max_consecutive: unreadable replies in a row that truncate the episode, or None.
+
+    >>> import envs
+    >>> env = EpisodeLimits(envs.make("guess-number-v0").unwrapped, max_turns=2, penalty=0.5)
+    >>> _ = env.reset(seed=0)
+    >>> _, reward, _, truncated, info = env.step("no idea")
+    >>> reward, truncated, info["format_penalty"]
+    (-0.5, False, 0.5)
+    >>> _, _, _, truncated, info = env.step("50")
+    >>> truncated, info["truncated_reason"]
+    (True, 'max_turns')
     """
 
-    def __init__(self, env, *, max_turns: int | None, penalty: float = 0.1):
-        # ActionFormat's check, then MaxTurns': the order the two-layer stack was built in.
-        if penalty < 0:
+    message: str | None = None
+    max_consecutive: int | None = None
+    _turns = 0  # turns of this episode
+    _consecutive = 0  # unreadable replies in a row
+
+    def __init__(
+        self,
+        env: gym.Env,
+        *,
+        max_turns: int | None = None,
+        penalty: float | None = 0.1,
+        message: str | None = None,
+        max_consecutive: int | None = None,
+    ):
+        if penalty is not None and not penalty >= 0:
             raise ValueError(f"penalty must be >= 0 (it is subtracted), got {penalty}")
-        # MaxTurns checks the limit, counts turns and resets the count; "no limit" passes it a valid 1
-        # and then lifts the turn it truncates at.
-        super().__init__(env, 1 if max_turns is None else max_turns)
+        if max_turns is not None and max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        if max_consecutive is not None and max_consecutive < 1:
+            raise ValueError(f"max_consecutive must be >= 1, got {max_consecutive}")
+        if penalty is None and (message is not None or max_consecutive is not None):
+            raise ValueError(
+                "message and max_consecutive act on unreadable replies: give a penalty (0 for none)"
+            )
+        super().__init__(env)
         self.max_turns = max_turns
         self.penalty = penalty
-        if max_turns is None:
-            self._last_turn = _NO_LIMIT
+        # The rest stay class defaults unless given: `make` builds this layer for every episode.
+        if message is not None:
+            self.message = message
+        if max_consecutive is not None:
+            self.max_consecutive = max_consecutive
 
-    def step(self, action):
-        """Step the wrapped env; readable replies (almost every step) are handled here, the rest by `on_step`."""
-        if self._ended is not None:
-            return self._refusal()
-        result = self.env.step(action)
-        # A refusal after the end carries a format_error, so it goes to `_after_step`, which passes it on.
-        if result[4].get("format_error") is not None:
-            return self._after_step(result)
-        # `on_step` and `_record_end` for a readable reply, inlined: no penalty, one turn counted.
-        messages, reward, terminated, truncated, info = result
-        if not (terminated or truncated):
+    def constructor_kwargs(self) -> dict[str, Any]:
+        """This layer's settings, as `env.spec` records them."""
+        return {
+            "max_turns": self.max_turns,
+            "penalty": self.penalty,
+            "message": self.message,
+            "max_consecutive": self.max_consecutive,
+        }
+
+    def on_reset(self, messages: list, info: dict) -> tuple[list, dict]:
+        """Start counting turns and unreadable replies from zero."""
+        self._turns = 0
+        self._consecutive = 0
+        return messages, info
+
+    def on_step(
+        self, messages: list, reward: float, terminated: bool, truncated: bool, info: dict
+    ) -> tuple[list, float, bool, bool, dict]:
+        """Charge an unreadable reply, then count the turn: the order of the info keys of the two settings."""
+        if self.penalty is not None:
+            error = info.get("format_error")
+            if error is not None:
+                messages, reward, truncated = self._charge(
+                    error, messages, reward, terminated, truncated, info
+                )
+            elif self._consecutive:
+                self._consecutive = 0
+        max_turns = self.max_turns
+        if max_turns is not None:
             turns = self._turns = self._turns + 1
-            if turns < self._last_turn:
-                return result
-            truncated = True
-            info["truncated_reason"] = "max_turns"
-        elif info.get("episode_ended"):  # an env's refusal without a format_error (not a TextEnv's)
-            return result
-        else:
-            self._turns += 1
-        self._record_end(terminated, truncated)
+            if turns >= max_turns and not terminated and not truncated:
+                truncated = True
+                info["truncated_reason"] = "max_turns"
         return messages, reward, terminated, truncated, info
 
-    def on_step(self, messages, reward, terminated, truncated, info):
-        """ActionFormat's penalty, then MaxTurns' count and truncation, in that order (their info keys too)."""
-        if info.get("format_error") is not None:
-            reward -= self.penalty
-            info["format_penalty"] = self.penalty
-        return super().on_step(messages, reward, terminated, truncated, info)
+    def _charge(
+        self, error: str, messages: list, reward: float, terminated: bool, truncated: bool, info: dict
+    ) -> tuple[list, float, bool]:
+        # An unreadable reply: the penalty, the custom message, and the count of such replies in a row.
+        self._consecutive += 1
+        reward -= self.penalty
+        info["format_penalty"] = self.penalty
+        if self.message is not None:
+            messages = [{"role": "user", "content": self.message.format(error=error)}]
+        if self.max_consecutive is not None and self._consecutive >= self.max_consecutive and not terminated:
+            truncated = True
+            info["truncated_reason"] = "format_errors"
+        return messages, reward, truncated

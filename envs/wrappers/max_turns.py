@@ -1,48 +1,32 @@
-"""MaxTurns: truncate an episode after a fixed number of assistant turns."""
+"""MaxTurns: `EpisodeLimits` with only a turn limit."""
 
 from __future__ import annotations
 
-from envs.wrappers.text_wrapper import TextWrapper
+from typing import Any
+
+import gymnasium as gym
+
+from envs.wrappers.episode_limits import EpisodeLimits
 
 
-class MaxTurns(TextWrapper):
-    """Truncate after `max_turns` assistant turns (`info["truncated_reason"] = "max_turns"`)."""
+class MaxTurns(EpisodeLimits):
+    """Truncate after `max_turns` assistant turns (`info["truncated_reason"] = "max_turns"`); nothing else.
 
-    def __init__(self, env, max_turns: int):
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
-        super().__init__(env)
-        self.max_turns = max_turns
-        self._last_turn = max_turns  # the turn the limit truncates at (EpisodeLimits: inf for no limit)
-        self._turns = 0
+    Args:
+        env: the env to wrap.
+        max_turns: assistant turns before the episode is truncated (>= 1).
 
-    def step(self, action):
-        """TextWrapper's step, with a shortcut for a turn that neither ends the episode nor uses the budget up."""
-        if self._ended is None:
-            result = self.env.step(action)
-            # A refusal after the end is terminated or truncated, so it never takes the shortcut.
-            if self._turns + 1 < self._last_turn and not (result[2] or result[3]):
-                self._turns += 1
-                return result
-            return self._after_step(result)
-        return self._refusal()
+    >>> import envs
+    >>> env = MaxTurns(envs.make("guess-number-v0").unwrapped, 1)
+    >>> _ = env.reset(seed=0)
+    >>> _, reward, _, truncated, info = env.step("no idea")
+    >>> reward, truncated, info["truncated_reason"]
+    (0.0, True, 'max_turns')
+    """
 
-    def reset(self, *, seed=None, options=None):
-        """TextWrapper's reset with `on_reset` inlined: it runs once per episode of every env."""
-        opening = self.env.reset(seed=seed, options=options)
-        self._ended = None
-        self._turns = 0
-        return opening
+    def __init__(self, env: gym.Env, max_turns: int):
+        super().__init__(env, max_turns=max_turns, penalty=None)
 
-    def on_reset(self, messages, info):
-        """Start counting from zero."""
-        self._turns = 0
-        return messages, info
-
-    def on_step(self, messages, reward, terminated, truncated, info):
-        """Truncate when the budget of turns is used up."""
-        self._turns += 1
-        if self._turns >= self._last_turn and not terminated and not truncated:
-            truncated = True
-            info["truncated_reason"] = "max_turns"
-        return messages, reward, terminated, truncated, info
+    def constructor_kwargs(self) -> dict[str, Any]:
+        """This layer's setting, as `env.spec` records it."""
+        return {"max_turns": self.max_turns}

@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
 
 from envs.wrappers.text_wrapper import TextWrapper
 
 
 class RewardShaping(TextWrapper):
-    """reward' = scale * reward - turn_cost (+ fn(reward, info) when given); the raw reward stays in info."""
+    """reward' = scale * reward - turn_cost (+ fn(reward, info) when given); the raw reward stays in info.
+
+    Args:
+        env: the env to wrap (usually what `envs.make` returns, so the format penalty is shaped too).
+        scale: multiplies the reward.
+        turn_cost: subtracted on every turn.
+        fn: `fn(shaped_reward, info) -> reward`, applied last.
+
+    >>> import envs
+    >>> env = RewardShaping(envs.make("guess-number-v0"), scale=2.0, turn_cost=0.5)
+    >>> _ = env.reset(seed=0)
+    >>> _, reward, _, _, info = env.step("no idea")
+    >>> reward, info["raw_reward"]
+    (-0.7, -0.1)
+    """
 
     def __init__(
         self,
-        env,
+        env: gym.Env,
         *,
         scale: float = 1.0,
         turn_cost: float = 0.0,
@@ -23,7 +40,13 @@ class RewardShaping(TextWrapper):
         self.turn_cost = turn_cost
         self.fn = fn
 
-    def on_step(self, messages, reward, terminated, truncated, info):
+    def constructor_kwargs(self) -> dict[str, Any]:
+        """This layer's settings, as `env.spec` records them."""
+        return {"scale": self.scale, "turn_cost": self.turn_cost, "fn": self.fn}
+
+    def on_step(
+        self, messages: list, reward: float, terminated: bool, truncated: bool, info: dict
+    ) -> tuple[list, float, bool, bool, dict]:
         """Shape the reward, keeping the env's own in `info["raw_reward"]`."""
         info.setdefault("raw_reward", reward)
         shaped = self.scale * reward - self.turn_cost

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -40,14 +41,16 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
         return self.on_reset(messages, info)
 
     def step(self, action: Any):
-        """Step the wrapped env, then let the wrapper adjust the result."""
+        """Step the wrapped env, then let the wrapper adjust the result (`on_step`)."""
         if self._ended is not None:
             return self._refusal()
-        # `_after_step`, inlined: every wrapper adds this to every step.
         result = self.env.step(action)
-        if result[4].get("episode_ended"):
+        # `_after_step`, written out: a call less on every step of every wrapper (`astep` calls it).
+        messages, reward, terminated, truncated, info = result
+        if (terminated or truncated) and info.get("episode_ended"):
             return result
-        result = self.on_step(*result)
+        # Positional arguments, not `*result`: Python specialises that call, and it runs on every step.
+        result = self.on_step(messages, reward, terminated, truncated, info)
         if result[2] or result[3]:
             self._record_end(result[2], result[3])
         return result
@@ -72,8 +75,35 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
         """Adjust a step's result."""
         return messages, reward, terminated, truncated, info
 
+    def constructor_kwargs(self) -> dict[str, Any] | None:
+        """The keyword arguments that build this wrapper again over another env, recorded in `env.spec`.
+
+        None (the default for a wrapper of your own): the layer is listed in `env.spec.additional_wrappers`
+        but cannot be rebuilt from it; return your constructor's keywords to make it rebuildable.
+        """
+        return None
+
+    @property
+    def spec(self) -> Any:
+        """Gymnasium's spec of the wrapped env with this layer appended to `additional_wrappers`.
+
+        `envs.make(env.spec)` (or `gymnasium.make(env.spec)`) rebuilds the whole stack from it.
+        """
+        below = self.env.spec
+        if below is None:
+            return None
+        from gymnasium.envs.registration import WrapperSpec
+
+        layer = WrapperSpec(
+            name=type(self).__name__,
+            entry_point=f"{type(self).__module__}:{type(self).__name__}",
+            kwargs=self.constructor_kwargs(),
+        )
+        return dataclasses.replace(below, additional_wrappers=(*below.additional_wrappers, layer))
+
     def _after_step(self, result: tuple):
-        if result[4].get("episode_ended"):
+        # A refusal after the end (`info["episode_ended"]`) always carries an end flag: most steps skip the lookup.
+        if (result[2] or result[3]) and result[4].get("episode_ended"):
             return result
         result = self.on_step(*result)
         if result[2] or result[3]:

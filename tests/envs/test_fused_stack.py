@@ -1,5 +1,5 @@
-"""Fast paths play exactly as the general ones: the stack `envs.make` builds (one fused EpisodeLimits layer)
-as the two wrappers by hand, and `step`'s shortcuts for plain replies as `astep`, which takes none."""
+"""The stack `envs.make` builds (one EpisodeLimits layer, also when make only builds a call it resolved
+before) plays as MaxTurns over ActionFormat by hand, and `step`'s shortcuts for plain replies as `astep`."""
 
 import asyncio
 import random
@@ -101,14 +101,23 @@ def test_make_plays_as_max_turns_over_action_format(env_id, kwargs, max_turns, p
         assert _play(fused, seed, use_astep=True) == _play(by_hand, seed, use_astep=True)
 
 
-def test_make_with_plain_arguments_plays_as_the_hand_built_stack():
-    # The `make(id)` shortcut (no arguments) builds its stack on its own path.
+@pytest.mark.parametrize(
+    ("kwargs", "turns", "charge"),
+    [({}, 20, 0.1), ({"difficulty": "medium"}, 20, 0.1), ({"difficulty": "easy", "max_turns": 4}, 4, 0.1)],
+)
+def test_a_remembered_make_call_plays_as_the_hand_built_stack(kwargs, turns, charge):
+    # make's one shortcut: a call it has resolved before (with or without kwargs) only builds.
     def by_hand():
-        return MaxTurns(ActionFormat(envs.make("guess-number-v0").unwrapped, penalty=0.1), 20)
+        base_kwargs = {k: v for k, v in kwargs.items() if k != "max_turns"}
+        return MaxTurns(
+            ActionFormat(envs.make("guess-number-v0", **base_kwargs).unwrapped, penalty=charge), turns
+        )
 
-    envs.make("guess-number-v0")  # fills the shortcut's cache
-    for seed in range(30):
-        assert _play(lambda: envs.make("guess-number-v0"), seed, use_astep=False) == _play(
+    first = envs.make("guess-number-v0", **kwargs)  # resolves the call
+    again = envs.make("guess-number-v0", **kwargs)
+    assert again.unwrapped.turngym_spec is first.unwrapped.turngym_spec
+    for seed in range(20):
+        assert _play(lambda: envs.make("guess-number-v0", **kwargs), seed, use_astep=False) == _play(
             by_hand, seed, use_astep=False
         )
 
