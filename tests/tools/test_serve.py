@@ -113,7 +113,7 @@ def test_full_queue_is_refused_at_once_with_retry_after(server):
     assert len(refused) == 3  # 2 running + 2 waiting admitted
     for r in refused:
         assert int(r.headers["retry-after"]) >= 1
-        assert "busy" in assert_error(r, 429, "queue_full")["message"]
+        assert "busy" in assert_error(r, 429, "overloaded")["message"]
     assert [r.json()["status"] for r in responses if r.status_code == 200] == ["Success"] * 4
     assert wait_idle(server)["rejected"] >= 3
 
@@ -280,7 +280,7 @@ def test_default_max_memory_fits_the_host():
     from tools.sandbox.serve import memory_problem
 
     def check(host_mb: int, concurrency: int, max_mb: int | None = None, memory_mb: int = 512):
-        args = argparse.Namespace(concurrency=concurrency, max_memory_mb=max_mb, memory_mb=memory_mb)
+        args = argparse.Namespace(max_concurrency=concurrency, max_memory_mb=max_mb, memory_mb=memory_mb)
         return memory_problem(args, host_mb), args.max_memory_mb
 
     assert check(24000, 8) == ("", 3000)  # 8 x 4096 MB would not fit: the default shrinks
@@ -289,3 +289,49 @@ def test_default_max_memory_fits_the_host():
     assert "32768 MB is more than this host's 24000 MB" in problem
     problem, _ = check(24000, 64)  # 375 MB per run is below the 512 MB default of a run
     assert "--memory-mb 512 must be at least 1 and at most --max-memory-mb 375" in problem
+
+
+def test_token_and_trickled_body_on_the_sandbox_server():
+    import socket
+
+    url, proc = start_server("--token", "s3cret", "--body-timeout", "1")
+    try:
+        assert health(url)["status"] == "ok"  # /health and /v1/ping stay open
+        assert httpx.get(f"{url}/v1/ping").json() == "pong"
+        assert_error(httpx.post(f"{url}/run_code", json={"code": "print(1)"}), 401, "unauthorized")
+        refused = FusionSandbox(url, token="wrong").run("print(1)")
+        assert refused.status == "sandbox_error" and "401" in refused.message
+        assert FusionSandbox(url, token="s3cret").run("print(1)").stdout == "1\n"
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(
+                b"POST /run_code HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n"
+                b'Content-Length: 500\r\n\r\n{"code": '
+            )
+            reply = b""
+            while b"}}" not in reply:  # the socket's 10 s timeout fails the test if no answer comes
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        assert b" 408 " in reply.split(b"\r\n", 1)[0] and b'"body_timeout"' in reply
+        assert wait_idle(url)["waiting"] == 0  # the trickler's queue place is given back
+    finally:
+        stop_server(proc)
+
+
+def test_beyond_loopback_without_a_token_is_refused_at_start_in_one_line():
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "TURNGYM_SANDBOX_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.sandbox.serve", "--host", "0.0.0.0", "--max-memory-mb", "512"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--token TOKEN (or TURNGYM_SANDBOX_TOKEN)" in lines[0], done.stderr

@@ -26,6 +26,9 @@ class FusionSandbox:
     with backoff), and a busy server's 429/503 with `Retry-After` (waiting up to `busy_wait_s` in
     all). A read timeout, a dropped connection after the request went out, or any error answer is
     returned as a `sandbox_error`, never retried: the run may have happened.
+
+    `token` (default: the TURNGYM_SANDBOX_TOKEN variable) is sent as `Authorization: Bearer <token>`,
+    which `python -m tools.sandbox.serve --token` requires.
     """
 
     def __init__(
@@ -38,6 +41,7 @@ class FusionSandbox:
         max_attempts: int = 4,
         client_timeout_s: float | None = None,
         busy_wait_s: float = 120.0,
+        token: str | None = None,
     ) -> None:
         self.endpoint = (
             endpoint or os.environ.get("SANDBOX_FUSION_ENDPOINT") or "http://localhost:8080"
@@ -48,6 +52,8 @@ class FusionSandbox:
         self.max_attempts = max_attempts
         self.client_timeout_s = client_timeout_s
         self.busy_wait_s = busy_wait_s
+        token = token if token is not None else os.environ.get("TURNGYM_SANDBOX_TOKEN") or None
+        self._headers = {"authorization": f"Bearer {token}"} if token else {}
         # Clients are reused (one per event loop): building one costs tens of ms (TLS context), more
         # than a sandbox run. Sync `run` goes through one background loop, so it reuses its client too.
         self._aclients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -102,7 +108,12 @@ class FusionSandbox:
             )
         except Exception as exc:
             return SandboxResult("sandbox_error", message=f"bad request: {exc}")
-        return {"url": f"{self.endpoint}/run_code", "json": body, "timeout": self._http_timeout(body)}
+        return {
+            "url": f"{self.endpoint}/run_code",
+            "json": body,
+            "timeout": self._http_timeout(body),
+            "headers": self._headers,
+        }
 
     def _unreachable(self, last: Exception | None) -> SandboxResult:
         return SandboxResult(

@@ -1,16 +1,22 @@
 """`python -m tools.sandbox.serve --port 8080`: a SandboxFusion-compatible `/run_code` server on LocalSandbox.
 
 Built to hold under load and faults:
-- at most `--concurrency` runs at once and `--queue` requests waiting; beyond that the answer is
-  429 with `Retry-After` at once (a request counts as waiting from its first byte, so slow uploads
-  cannot pile up unbounded memory either);
+- at most `--max-concurrency` runs at once and `--max-queue` requests waiting; beyond that the answer
+  is 429 `overloaded` with `Retry-After` at once (a request counts as waiting from its first byte, so
+  slow uploads cannot pile up unbounded memory either, and a body not received within `--body-timeout`
+  gets 408 `body_timeout`);
 - a client that disconnects (while queued or running) cancels its run and its processes are killed;
 - per-request settings (timeouts, memory) go to that run only, never onto the shared sandbox;
 - memory, time and body size above the server's maxima are rejected (400 / 413), not clamped:
   a silently shortened timeout would turn into a wrong "timed out" verdict;
-- every failure has one JSON shape that SandboxFusion clients parse
-  (`{"status": "SandboxError", "message", "compile_result": null, "run_result": null, "files": {},
-  "error": {"code", "message"}}`), and no message names a host path.
+- every failure has the `{"error": {"code", "message"}}` of every turngym server, inside the shape
+  SandboxFusion clients parse (`{"status": "SandboxError", "message", "compile_result": null,
+  "run_result": null, "files": {}, "error": {...}}`), and no message names a host path;
+- beyond loopback the server does not start without `--token` (or TURNGYM_SANDBOX_TOKEN), which
+  `FusionSandbox` sends from the same variable.
+
+The gate, the body limits, the token check and the error shape are the shared serving layer's
+(`tools.serving`); this module holds the run request, its checks and the SandboxFusion answer.
 """
 
 from __future__ import annotations
@@ -19,23 +25,35 @@ import argparse
 import asyncio
 import base64
 import binascii
-import json
-import math
+import functools
 import os
 import re
 import signal
 import sys
 import tempfile
 import threading
-import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
 
-from tools.cli_errors import ArgumentParser, UsageError, check_port_free, run_cli
-from tools.serving.errors import RequestError
+from tools.cli_errors import ArgumentParser, UsageError, run_cli
 from tools.sandbox.local import LocalSandbox
 from tools.sandbox.result import SandboxResult
+from tools.serving import (
+    AdmissionGate,
+    RequestError,
+    add_server_args,
+    make_app,
+    parse_json_object,
+    read_body,
+    run_server,
+    server_settings,
+)
+from tools.serving import error_body as shared_error_body
+
+#: The environment variable that may hold the server's token (FusionSandbox sends it too).
+TOKEN_ENV = "TURNGYM_SANDBOX_TOKEN"
 
 _MB = 1024 * 1024
 
@@ -91,7 +109,20 @@ def scrub_message(text: str) -> str:
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
-    """The one JSON shape of every failure (SandboxFusion's SandboxError plus an `error` object)."""
+    """The shared error shape inside SandboxFusion's SandboxError, its message without host paths.
+
+    Args:
+        code: the machine-readable code (`tools.serving.errors`).
+        message: one sentence; host paths in it are replaced.
+
+    Returns:
+        `{"status": "SandboxError", "message", "compile_result": None, "run_result": None, "files": {},
+        "error": {"code", "message"}}`.
+
+    Example:
+        >>> error_body("overloaded", "server busy")["error"]
+        {'code': 'overloaded', 'message': 'server busy'}
+    """
     message = scrub_message(message)
     return {
         "status": "SandboxError",
@@ -99,7 +130,7 @@ def error_body(code: str, message: str) -> dict[str, Any]:
         "compile_result": None,
         "run_result": None,
         "files": {},
-        "error": {"code": code, "message": message},
+        **shared_error_body(code, message),
     }
 
 
@@ -166,13 +197,13 @@ class Limits(pydantic.BaseModel):
 
     def check(self, body: RunCodeBody) -> None:
         """Raise RequestError when the request asks for more than the server allows."""
-        for field in ("run_timeout", "compile_timeout"):
-            value = getattr(body, field)
+        for name in ("run_timeout", "compile_timeout"):
+            value = getattr(body, name)
             if value > self.max_timeout_s:
                 raise RequestError(
                     400,
                     "limit_exceeded",
-                    f"{field}={value:g}s is above this server's maximum of {self.max_timeout_s:g}s",
+                    f"{name}={value:g}s is above this server's maximum of {self.max_timeout_s:g}s",
                 )
         if body.memory_limit_MB > self.max_memory_mb:
             raise RequestError(
@@ -185,10 +216,7 @@ class Limits(pydantic.BaseModel):
 
 def parse_body(raw: bytes, limits: Limits) -> tuple[RunCodeBody, dict[str, bytes]]:
     """Decode, validate and check one /run_code body; RequestError for anything wrong."""
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RequestError(400, "bad_request", f"body is not JSON: {exc}") from None
+    data = parse_json_object(raw)
     try:
         body = RunCodeBody.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -212,61 +240,6 @@ def parse_body(raw: bytes, limits: Limits) -> tuple[RunCodeBody, dict[str, bytes
     return body, files
 
 
-# --- the bounded queue -------------------------------------------------------------------------------
-
-
-class Gate:
-    """At most `concurrency` runs at once and `queue` admitted requests waiting; the rest are refused."""
-
-    def __init__(self, concurrency: int, queue: int) -> None:
-        self.concurrency, self.queue = concurrency, queue
-        self.sem = asyncio.Semaphore(concurrency)
-        self.admitted = 0  # running + waiting (from the request's first byte)
-        self.running = 0
-        self.mean_run_s = 1.0  # moving average, for Retry-After
-
-    def admit(self) -> None:
-        """Count a new request in, or raise a 429 with Retry-After when the queue is full."""
-        if self.admitted >= self.concurrency + self.queue:
-            waiting = self.admitted - self.running
-            retry = min(60, max(1, math.ceil(self.mean_run_s * (waiting + 1) / self.concurrency)))
-            raise RequestError(
-                429,
-                "queue_full",
-                f"server busy: {self.running} running and {waiting} waiting (limits "
-                f"{self.concurrency} and {self.queue}); retry after {retry}s",
-                retry_after=retry,
-            )
-        self.admitted += 1
-
-    def leave(self) -> None:
-        """Count a request out."""
-        self.admitted -= 1
-
-    def ran(self, seconds: float) -> None:
-        """Feed one run's duration into the Retry-After estimate."""
-        self.mean_run_s = 0.8 * self.mean_run_s + 0.2 * seconds
-
-
-async def read_body(request, max_bytes: int) -> bytes:
-    """The request body, refused with 413 as soon as it passes `max_bytes` (header or stream)."""
-    declared = request.headers.get("content-length")
-    too_big = f"request body is over this server's maximum of {max_bytes / _MB:g} MB"
-    if declared is not None:
-        try:
-            if int(declared) > max_bytes:
-                raise RequestError(413, "body_too_large", too_big)
-        except ValueError:
-            raise RequestError(400, "bad_request", "bad Content-Length header") from None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise RequestError(413, "body_too_large", too_big)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 async def wait_disconnect(receive) -> None:
     """Return when the client goes away (uvicorn answers `receive` with http.disconnect)."""
     while True:
@@ -275,124 +248,57 @@ async def wait_disconnect(receive) -> None:
             return
 
 
-def create_app(
-    sandbox: LocalSandbox | None = None,
-    max_concurrency: int = 8,
-    max_timeout_s: float = 120.0,
-    *,
-    max_queue: int | None = None,
-    max_memory_mb: int = 4096,
-    max_body_mb: float = 16.0,
-):
-    """The FastAPI app: POST /run_code, GET /health (with counters) and /v1/ping; JSON errors throughout."""
-    from fastapi import FastAPI, Request
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
-    from starlette.exceptions import HTTPException
-    from starlette.requests import ClientDisconnect
+@dataclass
+class SandboxServer:
+    """What the handlers share: the sandbox, its limits, the gate and the counters."""
 
-    sandbox = sandbox or LocalSandbox()
-    limits = Limits(max_memory_mb=max_memory_mb, max_timeout_s=max_timeout_s, max_body_mb=max_body_mb)
-    queue = max_queue if max_queue is not None else 4 * max_concurrency
-    gate: Gate | None = None  # made on first use: a Semaphore belongs to the serving loop
-    stats = {"started": 0, "finished": 0, "rejected": 0, "cancelled": 0, "bad_requests": 0, "served": 0}
-
-    def get_gate() -> Gate:
-        nonlocal gate
-        if gate is None:
-            gate = Gate(max_concurrency, queue)
-        return gate
-
-    def error(exc: RequestError) -> JSONResponse:
-        return JSONResponse(
-            status_code=exc.status, content=error_body(exc.code, exc.message), headers=exc.headers
-        )
-
-    app = FastAPI(title="turngym sandbox", version="2")
-
-    @app.exception_handler(RequestValidationError)
-    async def bad_request(_request: Request, exc: RequestValidationError):
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        return error(RequestError(400, "bad_request", f"bad request: {problems}"))
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException):
-        return error(RequestError.from_http(exc.status_code, str(exc.detail)))
-
-    @app.exception_handler(Exception)
-    async def internal_error(_request: Request, exc: Exception):
-        return error(RequestError.internal(exc))
-
-    @app.get("/health")
-    async def health():
-        g = get_gate()
-        return {
-            "status": "ok",
-            "isolation": sandbox.isolation,
-            "running": g.running,
-            "waiting": g.admitted - g.running,
-            "max_concurrency": max_concurrency,
-            "max_queue": queue,
-            "limits": limits.model_dump(),
-            **stats,
+    sandbox: LocalSandbox
+    limits: Limits
+    gate: AdmissionGate
+    body_timeout_s: float
+    stats: dict[str, int] = field(
+        default_factory=lambda: {
+            "started": 0,
+            "finished": 0,
+            "rejected": 0,
+            "cancelled": 0,
+            "bad_requests": 0,
+            "served": 0,
         }
+    )
 
-    @app.get("/v1/ping")
-    async def ping():
-        return "pong"
+    def counted(self, exc: RequestError) -> None:
+        """Count a refusal in `/health`: for load, for a bad request, or a client gone."""
+        if exc.status == 429:
+            self.stats["rejected"] += 1
+        elif exc.status == 499:
+            self.stats["cancelled"] += 1
+        else:
+            self.stats["bad_requests"] += 1
 
-    async def run_code(request):
-        g = get_gate()
-        try:
-            g.admit()
-        except RequestError as exc:
-            stats["rejected"] += 1
-            return error(exc)
-        try:
-            try:
-                raw = await read_body(request, int(limits.max_body_mb * _MB))
-                body, files = parse_body(raw, limits)
-            except RequestError as exc:
-                stats["bad_requests"] += 1
-                return error(exc)
-            except ClientDisconnect:
-                stats["cancelled"] += 1
-                return error(RequestError(499, "client_disconnected", "client went away"))
-            return await run_until_disconnect(request, g, body, files)
-        finally:
-            g.leave()
-
-    # A plain Starlette route: the body is read by hand (size cap, JSON errors in our shape).
-    app.router.add_route("/run_code", run_code, methods=["POST"])
-
-    async def run_until_disconnect(request, g: Gate, body: RunCodeBody, files: dict[str, bytes]):
+    async def run(self, request: Any, body: RunCodeBody, files: dict[str, bytes]) -> dict[str, Any]:
+        """Run one admitted request in a running slot; a client that leaves cancels it (499)."""
         cancel = threading.Event()
         started = False
 
         async def work() -> SandboxResult:
             nonlocal started
-            async with g.sem:
+            # The slot is released only once the worker thread has returned, so the run's processes
+            # are gone before it is handed on: concurrency never overshoots, even on cancellation.
+            async with self.gate.slot():
                 started = True
-                g.running += 1
-                stats["started"] += 1
-                begin = time.perf_counter()
-                try:
-                    return await sandbox.arun(
-                        body.code,
-                        body.language,
-                        timeout_s=body.run_timeout,
-                        compile_timeout_s=body.compile_timeout,
-                        memory_mb=body.memory_limit_MB if body.memory_limit_MB > 0 else None,
-                        stdin=body.stdin,
-                        files=files,
-                        fetch_files=body.fetch_files,
-                        cancel=cancel,
-                    )
-                finally:
-                    # The worker thread has returned, so the run's processes are gone before the slot
-                    # is handed on: concurrency never overshoots, even on cancellation.
-                    g.running -= 1
-                    g.ran(time.perf_counter() - begin)
+                self.stats["started"] += 1
+                return await self.sandbox.arun(
+                    body.code,
+                    body.language,
+                    timeout_s=body.run_timeout,
+                    compile_timeout_s=body.compile_timeout,
+                    memory_mb=body.memory_limit_MB if body.memory_limit_MB > 0 else None,
+                    stdin=body.stdin,
+                    files=files,
+                    fetch_files=body.fetch_files,
+                    cancel=cancel,
+                )
 
         job = asyncio.ensure_future(work())
         gone = asyncio.ensure_future(wait_disconnect(request.receive))
@@ -404,16 +310,92 @@ def create_app(
                 if not started:
                     job.cancel()  # still queued: leave the queue
                 await asyncio.gather(job, return_exceptions=True)
-                stats["cancelled"] += 1
             gone.cancel()
         if job.cancelled() or cancel.is_set():
-            return error(RequestError(499, "client_disconnected", "client went away; run cancelled"))
+            raise RequestError(499, "client_disconnected", "client went away; run cancelled")
         result = job.result()
-        stats["finished"] += 1
-        stats["served"] += 1
-        return JSONResponse(to_fusion(result))
+        self.stats["finished"] += 1
+        self.stats["served"] += 1
+        return to_fusion(result)
 
-    return app
+
+# --- the handlers: one per route -----------------------------------------------------------------------
+
+
+async def health(server: SandboxServer, _request: Any) -> dict[str, Any]:
+    """GET /health: isolation, runs running and waiting, limits and counters."""
+    return {
+        "status": "ok",
+        "isolation": server.sandbox.isolation,
+        "running": server.gate.running,
+        "waiting": server.gate.waiting,
+        "max_concurrency": server.gate.concurrency,
+        "max_queue": server.gate.queue,
+        "limits": server.limits.model_dump(),
+        **server.stats,
+    }
+
+
+async def ping(_server: SandboxServer, _request: Any) -> str:
+    """GET /v1/ping: SandboxFusion's liveness check."""
+    return "pong"
+
+
+async def run_code(server: SandboxServer, request: Any) -> dict[str, Any]:
+    """POST /run_code: admitted from the first byte (429 beyond the queue), checked, run, answered."""
+    server.gate.admit()
+    try:
+        raw = await read_body(request, int(server.limits.max_body_mb * _MB), server.body_timeout_s)
+        body, files = parse_body(raw, server.limits)
+        return await server.run(request, body, files)
+    finally:
+        server.gate.leave()
+
+
+ROUTES = [("GET", "/health", health), ("GET", "/v1/ping", ping), ("POST", "/run_code", run_code)]
+
+
+def create_app(
+    sandbox: LocalSandbox | None = None,
+    max_concurrency: int = 8,
+    max_timeout_s: float = 120.0,
+    *,
+    max_queue: int | None = None,
+    max_memory_mb: int = 4096,
+    max_body_mb: float = 16.0,
+    body_timeout_s: float = 30.0,
+    token: str | None = None,
+):
+    """The Starlette app: POST /run_code, GET /health (with counters) and /v1/ping; JSON errors throughout.
+
+    Args:
+        sandbox: the sandbox runs go to (default: a `LocalSandbox()`).
+        max_concurrency: runs at once.
+        max_timeout_s: larger run or compile timeouts are refused (400 `limit_exceeded`).
+        max_queue: requests waiting beyond the running ones (429 beyond); default 4 x max_concurrency.
+        max_memory_mb: larger `memory_limit_MB` is refused (400 `limit_exceeded`).
+        max_body_mb: larger bodies get 413.
+        body_timeout_s: a body not received whole within this gets 408.
+        token: when set, every route but /health and /v1/ping needs `Authorization: Bearer <token>`.
+
+    Returns:
+        The app (run it with `tools.serving.run_server` or uvicorn).
+    """
+    server = SandboxServer(
+        sandbox=sandbox or LocalSandbox(),
+        limits=Limits(max_memory_mb=max_memory_mb, max_timeout_s=max_timeout_s, max_body_mb=max_body_mb),
+        gate=AdmissionGate(
+            max_concurrency, max_queue if max_queue is not None else 4 * max_concurrency, what="runs"
+        ),
+        body_timeout_s=body_timeout_s,
+    )
+    return make_app(
+        [(method, path, functools.partial(handler, server)) for method, path, handler in ROUTES],
+        token=token,
+        open_paths=("/health", "/v1/ping"),
+        error_body=lambda exc: error_body(exc.code, exc.message),
+        on_error=server.counted,
+    )
 
 
 def spawn_server(
@@ -432,22 +414,23 @@ def host_memory_mb() -> int:
 
 def memory_problem(args: argparse.Namespace, host_mb: int | None = None) -> str:
     """Fill in the default --max-memory-mb and say what is wrong with the memory settings ('' if nothing):
-    `concurrency` runs at the maximum each must fit in the host's memory together."""
+    `max_concurrency` runs at the maximum each must fit in the host's memory together."""
     host = host_mb if host_mb is not None else host_memory_mb()
-    if args.concurrency < 1:
-        return f"--concurrency must be at least 1, got {args.concurrency}"
+    concurrency = args.max_concurrency
+    if concurrency < 1:
+        return f"--concurrency must be at least 1, got {concurrency}"
     if args.max_memory_mb is None:
-        args.max_memory_mb = min(4096, host // args.concurrency)
+        args.max_memory_mb = min(4096, host // concurrency)
     if args.memory_mb < 1 or args.max_memory_mb < args.memory_mb:
         return (
             f"--memory-mb {args.memory_mb} must be at least 1 and at most --max-memory-mb "
             f"{args.max_memory_mb}; lower --memory-mb or raise --max-memory-mb"
         )
-    if args.max_memory_mb * args.concurrency > host:
+    if args.max_memory_mb * concurrency > host:
         return (
-            f"--max-memory-mb {args.max_memory_mb} x --concurrency {args.concurrency} = "
-            f"{args.max_memory_mb * args.concurrency} MB is more than this host's {host} MB of memory; "
-            f"lower one (at most {host // args.concurrency} MB per run at this concurrency)"
+            f"--max-memory-mb {args.max_memory_mb} x --concurrency {concurrency} = "
+            f"{args.max_memory_mb * concurrency} MB is more than this host's {host} MB of memory; "
+            f"lower one (at most {host // concurrency} MB per run at this concurrency)"
         )
     return ""
 
@@ -462,13 +445,14 @@ def _main(argv: list[str] | None) -> int:
         prog="python -m tools.sandbox.serve",
         description="SandboxFusion-compatible /run_code server backed by LocalSandbox",
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument(
-        "--concurrency", "--max-concurrency", dest="concurrency", type=int, default=8, help="runs at once"
-    )
-    parser.add_argument(
-        "--queue", type=int, default=None, help="requests waiting beyond those (default 4 x concurrency)"
+    add_server_args(
+        parser,
+        port=8080,
+        token_env=TOKEN_ENV,
+        max_concurrency=8,
+        what="runs",
+        concurrency_aliases=("--concurrency",),
+        queue_aliases=("--queue",),
     )
     parser.add_argument("--isolation", choices=["auto", "bwrap", "none"], default="auto")
     parser.add_argument(
@@ -484,39 +468,30 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument(
         "--max-timeout-s", type=float, default=120.0, help="larger run/compile timeout -> 400"
     )
-    parser.add_argument("--max-body-mb", type=float, default=16.0, help="larger request body -> 413")
-    parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     problem = memory_problem(args)
     if problem:
         raise UsageError(problem)
-    check_port_free(args.host, args.port)  # before the sandbox and its spares start
-    import uvicorn
-
+    settings = server_settings(args, token_env=TOKEN_ENV)  # before the sandbox and its spares start
     sandbox = LocalSandbox(
-        isolation=args.isolation, memory_mb=args.memory_mb, max_workers=max(args.concurrency, 4)
+        isolation=args.isolation, memory_mb=args.memory_mb, max_workers=max(args.max_concurrency, 4)
     )
     app = create_app(
         sandbox,
-        args.concurrency,
+        settings["max_concurrency"],
         args.max_timeout_s,
-        max_queue=args.queue,
+        max_queue=settings["max_queue"],
         max_memory_mb=args.max_memory_mb,
         max_body_mb=args.max_body_mb,
+        body_timeout_s=settings["body_timeout_s"],
+        token=settings["token"],
     )
     # uvicorn re-raises SIGTERM once its graceful shutdown is done; as SystemExit the interpreter then
     # exits normally, so the sandbox housekeeping queued by the last runs (unmounting their work dirs,
     # removing their cgroups) and the spares' cleanup still happen instead of dying with the process.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     # On shutdown, runs still going after 5 s are cancelled (their processes killed) rather than awaited.
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-    )
+    run_server(app, args, graceful_s=5)
     return 0
 
 
