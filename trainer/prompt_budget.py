@@ -12,7 +12,6 @@ the longest tool-env prompt would make a text-game step several times more expen
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,17 +28,18 @@ def longest_prompts(
     """For each env id in `rows`: (token count, seed) of its longest opening prompt, tools included."""
     import envs
     from rollout.chat_format import ChatFormat
+    from rollout.episode_row import EpisodeRow, encode_kwargs
     from rollout.tool_prompt import place_tools, template_renders_tools
 
     formats: dict[tuple[str, str], tuple[ChatFormat, list[dict]]] = {}
     longest: dict[str, tuple[int, int]] = {}
     for row in rows:
-        extra = row["extra_info"]
-        env_id, env_kwargs = extra["env_id"], extra.get("env_kwargs") or "{}"
-        key = (env_id, env_kwargs)
+        episode = EpisodeRow.from_row(row)
+        env_id = episode.env_id
+        key = (env_id, encode_kwargs(episode.env_kwargs))
         if key not in formats:
             # Tool schemas depend on the env and its kwargs, not on the seed: one env per kind.
-            env = envs.make(env_id, **json.loads(env_kwargs))
+            env = envs.make(env_id, **episode.env_kwargs)
             try:
                 tools = list(env.unwrapped.tool_schemas or [])
             finally:
@@ -48,12 +48,12 @@ def longest_prompts(
             listed = tools if tools and not template_renders_tools(tokenizer, chat_template_kwargs) else []
             formats[key] = (ChatFormat(tokenizer, None if listed else tools, chat_template_kwargs), listed)
         fmt, listed = formats[key]
-        messages = [{"role": m["role"], "content": m["content"]} for m in row["prompt"]]
+        messages = [{"role": m["role"], "content": m["content"]} for m in episode.prompt]
         if listed:
             messages, _ = place_tools(tokenizer, messages, listed, chat_template_kwargs)
         n_tokens = len(fmt.prompt_ids(messages))
         if n_tokens > longest.get(env_id, (-1, 0))[0]:
-            longest[env_id] = (n_tokens, int(extra["seed"]))
+            longest[env_id] = (n_tokens, int(episode.seed or 0))
     return longest
 
 
