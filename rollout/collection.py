@@ -106,6 +106,16 @@ async def acollect(
     Returns:
         The trajectories (successful ones unless `keep_failed`), in episode order, with the failed
         ones in `.failed`.
+
+    Example:
+        >>> import asyncio
+        >>> from rollout import HFEngine, acollect
+        >>> engine = HFEngine()  # the embedded tiny model  # doctest: +SKIP
+        >>> batch = asyncio.run(
+        ...     acollect("guess-number-v0", engine, engine.tokenizer, 2, sampling_params={"max_tokens": 16})
+        ... )  # doctest: +SKIP
+        >>> [t.seed for t in batch]  # doctest: +SKIP
+        [0, 1]
     """
     new_env, env_id = env_factory(env, env_kwargs)
     sem = asyncio.Semaphore(max(1, concurrency))
