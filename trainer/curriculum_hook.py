@@ -20,13 +20,7 @@ from trainer.curriculum_rows import curriculum_env_ids
 
 
 class CurriculumTrainerMixin:
-    """Curriculum hooks for verl's v1 ``PPOTrainer`` (mix in before it): difficulty per training row,
-    the update after each step, the state in each checkpoint folder.
-
-    Methods overridden, all of them ``PPOTrainer``'s: ``_next_train_batch`` (every training prompt
-    the trainer sends to the rollout passes through it; validation does not), ``step`` (runs before
-    the checkpoint of the same step is saved), ``_save_checkpoint`` and ``_load_checkpoint``.
-    """
+    """Curriculum hooks for verl's v1 ``PPOTrainer`` (mix in before it); see the module docstring."""
 
     def __init__(self, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)

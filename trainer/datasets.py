@@ -46,8 +46,9 @@ def opening_prompts(episodes: Iterable[tuple[str, int, dict]]) -> list[list[dict
     """The opening conversation of each ``(env_id, seed, env_kwargs)``, reduced to role/content strings.
 
     One env is built per distinct (env id, kwargs) and reset once per seed: an env's reset with a seed
-    fixes the episode whatever it played before (the Gymnasium contract), and the agent loop builds
-    and resets its own env for every episode it plays, so this is the only render of the prompt.
+    fixes the episode whatever it played before (the Gymnasium contract; tests/trainer/test_datasets.py
+    checks every env of the shipped groups). The agent loop plays from its own env's reset and never
+    reads the stored prompt, so this is the one place it is rendered.
     """
     import envs
 
