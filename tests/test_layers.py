@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions")
-# What each package may import (besides itself), from DESIGN.md's table and arrows.
+# What each package may import (besides itself): the layers of docs/design.md.
 ALLOWED = {
     "trainer": {"rollout", "envs", "tools", "interactions"},
     "rollout": {"envs", "tools", "interactions"},
