@@ -194,6 +194,8 @@ class EpisodeRow:
         temperature, sampling_seed = row.get(cls.TEMPERATURE), row.get(cls.SAMPLING_SEED)
         difficulty = row.get(cls.DIFFICULTY)
         prompt = row.get(cls.PROMPT)
+        if isinstance(prompt, str):  # a plain-text prompt column: one user message
+            prompt = [{"role": "user", "content": prompt}]
         return cls(
             env_id=str(env_id),
             seed=None if _missing(seed) else int(seed),

@@ -76,7 +76,8 @@ def test_rows_written_by_the_previous_writer_still_load(tmp_path):
 def test_other_row_shapes_the_agent_loop_accepts():
     # Top-level columns (a user's own rows), extra_info as JSON text, kwargs as a parquet struct.
     assert EpisodeRow.from_row({"env_id": "x", "seed": 4, "env_kwargs": None}) == EpisodeRow("x", 4)
-    assert EpisodeRow.from_row({"extra_info": '{"env_id": "x", "seed": 2}'}).seed == 2
+    text = EpisodeRow.from_row({"extra_info": '{"env_id": "x", "seed": 2}', "prompt": "Play."})
+    assert text.seed == 2 and text.prompt == [{"role": "user", "content": "Play."}]
     struct = {
         "extra_info": {"env_id": "x", "seed": 1, "env_kwargs": {"difficulty": "hard", "max_turns": None}}
     }
