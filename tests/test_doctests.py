@@ -318,6 +318,29 @@ def test_public_api_docstring(name: str) -> None:
     assert not problems, f"{name}: " + "; ".join(problems)
 
 
+def design_page_paths(text: str) -> list[str]:
+    """The repository paths docs/design.md names in backticks: `a/b.py`, `a/b/`, and a bare `c.py`
+    after a path on the same line (the same folder as that path)."""
+    found = []
+    for line in text.splitlines():
+        folder = None
+        for token in re.findall(r"`([\w./-]+)`", line):
+            if "/" in token and (token.endswith((".py", "/")) or token.startswith(("tests/", "docs/"))):
+                found.append(token)
+                folder = token if token.endswith("/") else token.rsplit("/", 1)[0] + "/"
+            elif token.endswith(".py") and folder is not None:
+                found.append(folder + token)
+    return found
+
+
+def test_design_page_names_modules_that_exist():
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    paths = design_page_paths(text)
+    assert len(paths) > 50, "docs/design.md's concept table went missing"
+    missing = [path for path in paths if not (ROOT / path).exists()]
+    assert not missing, f"docs/design.md names paths that do not exist: {missing}"
+
+
 def main(argv: list[str]) -> int:
     """Print each module's example count (run, +SKIP) and the totals; `--run NAME` runs one module."""
     if argv[:1] == ["--run"]:
