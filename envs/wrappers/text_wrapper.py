@@ -15,9 +15,25 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
     `astep`, `tool_schemas`, the tool-call format, the turn limits and the opponent hook, plus `tools`
     and `expert_action`.
 
-    Once a step it returns ends the episode (its own verdict, e.g. MaxTurns' truncation, included), later
-    steps are refused with reward 0 until `reset`; refusals from the wrapped env pass through untouched,
-    so no wrapper charges or pays anything after the end.
+    A wrapper changes what it sees in two hooks, `on_reset(messages, info)` and `on_step(messages, reward,
+    terminated, truncated, info)`; `reset`/`areset` and `step`/`astep` call them every time (subclasses
+    write the hooks, not `step`). Once a step it returns ends the episode (its own verdict, e.g. a turn
+    limit, included), later steps are refused with reward 0 until `reset`; refusals from the wrapped env
+    (a step with an end flag and `info["episode_ended"]`) pass through untouched, so no wrapper charges or
+    pays anything after the end. `constructor_kwargs` makes a wrapper rebuildable from `env.spec`.
+
+    Args:
+        env: the env to wrap.
+
+    >>> import envs
+    >>> class Shouting(TextWrapper):
+    ...     def on_step(self, messages, reward, terminated, truncated, info):
+    ...         messages = [{**m, "content": m["content"].upper()} for m in messages]
+    ...         return messages, reward, terminated, truncated, info
+    >>> env = Shouting(envs.make("guess-number-v0"))
+    >>> _ = env.reset(seed=0)
+    >>> env.step("50")[0][0]["content"]
+    '50 IS WRONG. THE NUMBER IS HIGHER. 8 GUESSES LEFT.'
     """
 
     #: (terminated, truncated) of the step that ended the episode, None while it runs.
