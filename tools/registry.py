@@ -37,7 +37,19 @@ class ToolRegistry:
             self.register(t)
 
     def register(self, tool: Tool, *, replace: bool = False) -> Tool:
-        """Add a tool; a second tool with the same name is an error unless `replace`."""
+        """Add a tool; a second tool with the same name is an error unless `replace`.
+
+        Args:
+            tool: The tool to add.
+            replace: Replace a tool of the same name instead of refusing it.
+
+        Returns:
+            The tool, so that `register` can be used as a decorator's last step.
+
+        Raises:
+            TypeError: `tool` is not a `Tool`.
+            ValueError: A tool with that name is registered and `replace` is false.
+        """
         if not isinstance(tool, Tool):
             raise TypeError(f"expected a Tool, got {type(tool).__name__}: {tool!r}")
         if tool.name in self._tools and not replace:
@@ -81,7 +93,16 @@ class ToolRegistry:
         return f"unknown tool `{name}`; available tools: {available}"
 
     async def call(self, name: str, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
-        """Call a tool by name; an unknown name is an error result, not an exception."""
+        """Call a tool by name; an unknown name is an error result, not an exception.
+
+        Args:
+            name: The tool's name, as the model wrote it.
+            arguments: As for `Tool.call`.
+            context: As for `Tool.call`.
+
+        Returns:
+            The tool's result, or an error result naming the available tools.
+        """
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult.error(self._unknown(name))

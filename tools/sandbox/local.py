@@ -627,7 +627,16 @@ class LocalSandbox:
         return f"exited with code {code}"
 
     async def arun(self, code: str, language: str = "python", **kwargs) -> SandboxResult:
-        """Async twin of `run` (runs in a worker thread so the event loop never blocks)."""
+        """Async twin of `run` (runs in a worker thread so the event loop never blocks).
+
+        Args:
+            code: The program's source.
+            language: As for `run`.
+            **kwargs: `run`'s other options; cancelling the await stops the run's processes too.
+
+        Returns:
+            The run's `SandboxResult`, as `run` returns it.
+        """
         global _pool
         with _pool_lock:
             if _pool is None:
