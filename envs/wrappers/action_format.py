@@ -16,16 +16,18 @@ class ActionFormat(EpisodeLimits):
 
     Args:
         env: the env to wrap.
-        penalty: subtracted from the reward of an unreadable reply (>= 0).
-        message: the agent's feedback for an unreadable reply, `{error}` standing for the problem.
-        max_consecutive: unreadable replies in a row that truncate the episode, or None.
+        penalty: the charge (>= 0).
+        message: the feedback, e.g. `"Unreadable ({error}); reply with one number."`.
+        max_consecutive: how many in a row end the episode (None: never).
 
     >>> import envs
-    >>> env = ActionFormat(envs.make("guess-number-v0").unwrapped, penalty=0.5, max_consecutive=1)
-    >>> _ = env.reset(seed=0)
-    >>> _, reward, _, truncated, info = env.step("no idea")
-    >>> reward, truncated, info["truncated_reason"]
-    (-0.5, True, 'format_errors')
+    >>> game = envs.make("guess-number-v0").unwrapped
+    >>> env = ActionFormat(game, penalty=0.5, message="Bad: {error}", max_consecutive=1)
+    >>> env.reset(seed=0)[1]["max_guesses"]
+    9
+    >>> messages, reward, _, truncated, info = env.step("no idea")
+    >>> messages[0]["content"], reward, (truncated, info["truncated_reason"])
+    ('Bad: no number found in the reply', -0.5, (True, 'format_errors'))
     """
 
     def __init__(
