@@ -223,6 +223,25 @@ def test_examples_run(name: str, example_results) -> None:
     assert not left, f"the examples in {name} left files behind: {left}"
 
 
+def test_an_example_needing_a_missing_extra_skips_with_the_pip_line(monkeypatch: pytest.MonkeyPatch):
+    parser = doctest.DocTestParser()
+    source = """
+    >>> import json
+    >>> import turngym_absent_lib  # doctest: +SKIP
+    >>> from turngym_absent_lib.sub import thing
+    """
+    test = parser.get_doctest(source, {}, "m", "m.py", 0)
+    assert _example_imports([test]) == {"json", "turngym_absent_lib"}
+    monkeypatch.setitem(EXTRAS, "turngym_absent_lib", "train")
+    reason = _missing_extra(_example_imports([test]))
+    assert (
+        reason
+        == "the examples import turngym_absent_lib, which is not installed (pip install 'turngym[train]')"
+    )
+    skipped_only = parser.get_doctest(">>> import turngym_absent_lib  # doctest: +SKIP\n", {}, "m", "m.py", 0)
+    assert _missing_extra(_example_imports([skipped_only])) is None
+
+
 # The public API: each object's docstring (a class's together with its __init__'s) has `Args:` naming
 # every parameter, `Returns:` when it returns something, and at least one `>>> ` example.
 _OTHERS = pytest.mark.xfail(
