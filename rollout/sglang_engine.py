@@ -8,6 +8,7 @@ statuses are not, since the same request would fail the same way.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import httpx
@@ -89,8 +90,12 @@ class SGLangEngine:
         retries: int = 3,
         backoff: float = 0.5,
         max_connections: int = 256,
+        api_key: str | None = None,
     ):
         self.url = url.rstrip("/")
+        # SGLang's `--api-key` and `rollout.serve --token` both read `Authorization: Bearer <key>`.
+        api_key = api_key if api_key is not None else os.environ.get("TURNGYM_MODEL_TOKEN") or None
+        self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.retries = retries
         self.backoff = backoff
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
@@ -106,7 +111,7 @@ class SGLangEngine:
         client = self._clients.get(key)
         if client is None or client.is_closed:
             client = self._clients[key] = httpx.AsyncClient(
-                base_url=self.url, timeout=self._timeout, limits=self._limits
+                base_url=self.url, timeout=self._timeout, limits=self._limits, headers=self._headers
             )
         return client
 

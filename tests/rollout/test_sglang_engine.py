@@ -124,3 +124,59 @@ def test_transport_errors_are_retried_then_reported(unused_port):
 def test_sampling_translation():
     out = to_sglang_sampling({"max_tokens": 3, "seed": 2, "logprobs": True, "top_k": 0, "temperature": None})
     assert out == {"max_new_tokens": 3, "sampling_seed": 2, "top_k": -1, "skip_special_tokens": False}
+
+
+def test_errors_have_the_shared_shape(served_url, tokenizer):
+    body = {"input_ids": _prompt(tokenizer), "sampling_params": {"max_tokens": 5}}
+    error = httpx.post(served_url + "/generate", json=body, timeout=60).json()["error"]
+    assert error["code"] == "bad_request" and "max_tokens" in error["message"]
+    for content, needle in [(b"{not json", "not JSON"), (b"[1]", "JSON object"), (b"{}", "input_ids")]:
+        r = httpx.post(served_url + "/generate", content=content, timeout=60)
+        assert r.status_code == 400 and needle in r.json()["error"]["message"], r.text
+    r = httpx.get(served_url + "/nowhere", timeout=60)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+
+
+def test_token_and_gate_on_the_model_server(model_path, tokenizer):
+    """rollout.serve's app with a token and one generation at a time, none waiting, on a real uvicorn."""
+    import threading
+
+    import uvicorn
+
+    from rollout.hf_engine import HFEngine
+    from rollout.serve import create_app
+    from tools.loopback_server import free_port
+
+    app = create_app(HFEngine(model_path, seed=0), token="s3cret", max_concurrency=1, max_queue=0)
+    gate = app.state.server.gate
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    prompt = _prompt(tokenizer)
+
+    async def run():
+        while not await SGLangEngine(url).ready():  # /ready is open without the token
+            await asyncio.sleep(0.05)
+        keyed = SGLangEngine(url, api_key="s3cret", retries=0)
+        try:
+            with pytest.raises(EngineRequestError, match="HTTP 401"):
+                await SGLangEngine(url, retries=0).generate("x", prompt_ids=prompt, sampling_params={})
+            long = {"max_tokens": 400, "temperature": 1.0, "ignore_eos": True}
+            first = asyncio.ensure_future(keyed.generate("a", prompt_ids=prompt, sampling_params=long))
+            while gate.running < 1 and not first.done():
+                await asyncio.sleep(0.002)
+            with pytest.raises(EngineRequestError, match="HTTP 429.*overloaded"):
+                await keyed.generate("b", prompt_ids=prompt, sampling_params={"max_tokens": 2})
+            return await first
+        finally:
+            await keyed.aclose()
+
+    try:
+        out = asyncio.run(run())
+        assert len(out.token_ids) == 400
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    assert (gate.admitted, gate.running) == (0, 0)
