@@ -9,10 +9,6 @@ from typing import Any
 
 from tools.cli_errors import UsageError, check_port_free
 
-# h11 buffers an unfinished request line and headers up to this size, then answers 431; uvicorn has no
-# deadline for headers, so this bounds what a client that never finishes them can hold (one socket).
-MAX_HEADER_BYTES = 16 * 1024
-
 
 def is_loopback(host: str) -> bool:
     """True when `host` only accepts connections from this machine (127.0.0.0/8, ::1, localhost).
@@ -129,6 +125,10 @@ def server_settings(args: argparse.Namespace, *, token_env: str) -> dict[str, An
 def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> None:
     """Serve `app` with uvicorn on `args.host:args.port` until interrupted.
 
+    uvicorn (0.54) has no deadline for a request's headers, so none is set: a client that never finishes
+    them holds one socket (h11 buffers at most 16 KB of them) and nothing else, until it hangs up. Body
+    deadlines are `read_body`'s.
+
     Args:
         app: the ASGI app (`make_app`).
         args: the parsed options (`add_server_args`, checked by `server_settings`).
@@ -143,5 +143,4 @@ def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> No
         log_level=args.log_level,
         access_log=False,
         timeout_graceful_shutdown=graceful_s,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
