@@ -110,13 +110,14 @@ class EnvServerPool:
         with self._lock:
             live = [s for s in self.servers.values() if s.alive and s.url not in exclude]
             if not live:
-                raise RemoteEnvError(0, "no_live_server", self._none_live_message(exclude))
+                raise RemoteEnvError(0, "no_live_server", self.none_live_message(exclude))
             # Ties go round: otherwise the first server would take every episode of a quiet pool.
             self._turn += 1
             order = {s.url: (i - self._turn) % len(self.servers) for i, s in enumerate(self.servers.values())}
             return min(live, key=lambda s: (s.open_sessions, order[s.url])).url
 
-    def _none_live_message(self, exclude: tuple[str, ...]) -> str:
+    def none_live_message(self, exclude: tuple[str, ...] = ()) -> str:
+        """One line naming every server and why it is out (for when none is live)."""
         downs = "; ".join(
             f"{s.url} ({'just failed' if s.url in exclude and s.alive else s.reason or 'down'})"
             for s in self.servers.values()

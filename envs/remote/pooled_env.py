@@ -226,13 +226,17 @@ class PooledRemoteEnv(gym.Env):
 
     def set_tool_call_format(self, tool_call_format: str | None) -> None:
         """Set how the served env reads tool calls (kept, and set again on a server the episode moves to)."""
-        self._tool_call_format = (tool_call_format,)
         self._call(lambda env: env.set_tool_call_format(tool_call_format))
+        self._tool_call_format = (tool_call_format,)
 
     def set_turn_limits(self, **limits: Any) -> None:
         """Set the served env's turn limits (kept, and set again after a move)."""
-        self._turn_limits.update(limits)
         self._call(lambda env: env.set_turn_limits(**limits))
+        self._turn_limits.update(limits)
+
+    def attach_policy_opponent(self, opponent: Any) -> None:
+        """As `RemoteEnv`'s: a served env's opponent is its operator's, so this is refused."""
+        self.env.attach_policy_opponent(opponent)
 
     def expert_action(self) -> str:
         """The served env's scripted expert's next reply."""
@@ -256,7 +260,11 @@ class PooledRemoteEnv(gym.Env):
         env, url, self.env = self.env, self.url, None
         if env is not None:
             self.pool.closed(url)
-            _close_quietly(env)
+            if self.pool.servers[url].alive is False:
+                # Its server is down or hung: do not wait on it.
+                threading.Thread(target=_close_quietly, args=(env,), daemon=True).start()
+            else:
+                _close_quietly(env)
         super().close()
 
 

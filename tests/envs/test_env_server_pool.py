@@ -311,3 +311,15 @@ def test_bad_worker_count_is_one_line(workers):
     )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "--workers" in done.stderr, done.stderr
+
+
+def test_pooled_env_keeps_the_env_contract(two_servers):
+    from envs.protocol import EnvProtocol, missing_members
+
+    urls, _ = two_servers
+    env = envs.make(ENV_ID, remote=urls)
+    assert missing_members(env) == [] and isinstance(env, EnvProtocol)
+    assert env.wants_policy_opponent is False
+    with pytest.raises(ValueError, match="opponent"):
+        env.attach_policy_opponent(lambda *_: "x")
+    env.close()
