@@ -365,7 +365,7 @@ class HFEngine:
             if admit:
                 self.stats.batches += 1
                 self.stats.batch_sizes.append(len(admit))
-                admit, hits = self._take_prefixes(admit)
+                admit, hits = self._find_prefixes(admit)
                 groups = [(self._prefill_cached, hits)] if hits else []
                 groups += [(self._prefill, group) for group in self._prefill_groups(admit)] if admit else []
                 for prefill, group in groups:
@@ -432,7 +432,7 @@ class HFEngine:
         st.prompt_tokens += sum(len(r.prompt_ids) for r in batch)
         return self._running(batch, cache, attn, positions[:, -1:] + 1, logits)
 
-    def _take_prefixes(
+    def _find_prefixes(
         self, admit: list[_Request]
     ) -> tuple[list[_Request], list[tuple[_Request, PrefixEntry]]]:
         """Split `admit` into requests to prefill whole and those whose prompt extends a cached prefix."""
@@ -440,7 +440,7 @@ class HFEngine:
             return admit, []
         rest, hits = [], []
         for req in admit:
-            entry = self.prefix_cache.take(req.prompt_ids)
+            entry = self.prefix_cache.find(req.prompt_ids)
             if entry is None:
                 rest.append(req)
             else:

@@ -5,9 +5,10 @@ token-exact rollouts append the sampled ids unchanged. Without a cache every tur
 history again, so an episode of T turns over a history of L tokens computes about T x L / 2 prompt
 tokens; with it, each turn computes only what was added since the last one.
 
-Entries are keyed by their exact token sequence and taken by the longest one that is a strict prefix of
-a new prompt (an entry is used once: the turn it serves stores a longer one). The cache holds at most
-`max_tokens` tokens over all entries and drops the least recently stored first. Weights that change
+Entries are keyed by their exact token sequence; a new prompt uses the longest one that is a strict
+prefix of it. An entry stays after use: episodes that sampled the same tokens share it, and the turn it
+served stores a longer one. The cache holds at most `max_tokens` tokens over all entries and drops the
+least recently used first. Weights that change
 make every entry stale: the engine clears the cache on each weight load.
 """
 
@@ -36,9 +37,9 @@ class PrefixCache:
     Example:
         >>> cache = PrefixCache(max_tokens=8)
         >>> cache.store([1, 2, 3], keys=["k"], values=["v"])
-        >>> cache.take([1, 2, 3, 4, 5]).tokens
+        >>> cache.find([1, 2, 3, 4, 5]).tokens
         [1, 2, 3]
-        >>> cache.take([1, 2, 3, 4, 5]) is None  # taken once
+        >>> cache.find([1, 2, 3]) is None  # a strict prefix only
         True
     """
 
@@ -80,8 +81,8 @@ class PrefixCache:
         self._entries[key] = PrefixEntry(list(tokens), keys, values)
         self._tokens += n
 
-    def take(self, prompt: list[int]) -> PrefixEntry | None:
-        """Remove and return the longest entry whose tokens are a strict prefix of `prompt`, or None.
+    def find(self, prompt: list[int]) -> PrefixEntry | None:
+        """The longest entry whose tokens are a strict prefix of `prompt` (now the most recently used), or None.
 
         Args:
             prompt: the new prompt's token ids.
@@ -102,8 +103,8 @@ class PrefixCache:
                 best = key
         if best is None:
             return None
-        entry = self._entries.pop(best)
-        self._tokens -= len(entry.tokens)
+        self._entries.move_to_end(best)
+        entry = self._entries[best]
         self.hits += 1
         self.reused_tokens += len(entry.tokens)
         return entry

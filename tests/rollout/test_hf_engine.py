@@ -332,7 +332,7 @@ def test_a_weight_load_clears_the_prefix_cache(model_path, tokenizer):
 
     engine = HFEngine(model_path, seed=0)
     _turns(engine, [_prompt(tokenizer)], [[5, 6]])
-    assert len(engine.prefix_cache) == 1  # the second turn's states wait for a third turn
+    assert len(engine.prefix_cache) == 2  # both turns; the second waits for a third turn
     state = {k: v.clone() for k, v in engine.model.state_dict().items()}
     asyncio.run(engine.load_weights(state))
     assert len(engine.prefix_cache) == 0 and engine.prefix_cache.tokens == 0
@@ -344,12 +344,15 @@ def test_prefix_cache_keeps_its_token_cap_and_takes_the_longest_prefix():
     cache = PrefixCache(max_tokens=10)
     cache.store([1, 2], ["k"], ["v"])
     cache.store([1, 2, 3, 4], ["k"], ["v"])
-    assert cache.take([1, 2, 3, 4, 5]).tokens == [1, 2, 3, 4]
-    assert cache.take([1, 2, 3, 4]).tokens == [1, 2]  # a strict prefix only
-    cache.store(list(range(6)), ["k"], ["v"])
-    cache.store(list(range(100, 106)), ["k"], ["v"])  # 12 > 10: the older entry goes
-    assert len(cache) == 1 and cache.tokens == 6
+    assert cache.find([1, 2, 3, 4, 5]).tokens == [1, 2, 3, 4]
+    assert cache.find([1, 2, 3, 4]).tokens == [1, 2]  # a strict prefix only
+    assert cache.find([7, 8, 9]) is None and cache.hits == 2
+    cache.find([1, 2, 3])  # [1, 2] is now the most recently used
+    cache.store(list(range(5)), ["k"], ["v"])  # 11 > 10: the least recently used entry goes
+    assert cache.find([1, 2, 3, 4, 5]).tokens == [1, 2] and cache.tokens == 7
+    cache.store(list(range(100, 106)), ["k"], ["v"])  # 13 > 10: range(5) goes, [1, 2] was used since
+    assert len(cache) == 2 and cache.tokens == 8 and cache.find(list(range(7))) is None
     cache.store(list(range(11)), ["k"], ["v"])  # longer than the cap: not kept
-    assert cache.tokens == 6
+    assert cache.tokens == 8
     with pytest.raises(ValueError, match="max_tokens"):
         PrefixCache(-1)
