@@ -52,7 +52,7 @@ class AdmissionGate:
         return self.admitted - self.running
 
     def admit(self) -> None:
-        """Count a request in, or raise 429 `overloaded` with Retry-After when running and waiting are full."""
+        """Count a request in, or raise 429 `overloaded` with Retry-After when all slots are taken."""
         if self.admitted >= self.concurrency + self.queue:
             retry = min(60, max(1, math.ceil(self.mean_run_s * (self.waiting + 1) / self.concurrency)))
             raise RequestError(
