@@ -16,6 +16,7 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
+from rollout.env_servers import env_server_kwargs, failover_fields
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.episode_row import AGENT_NAME, EpisodeRow
 from rollout.reward_placement import place_turn_rewards
@@ -53,6 +54,8 @@ class TurnGymAgentLoop(AgentLoopBase):
             if multi_turn.get("format") not in (None, "hermes")
             else None,
         )
+        # turngym.env_servers: every episode on a pool of env servers instead of in this process.
+        self.env_servers = env_server_kwargs(self.config.get("turngym"))
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         """Play the row's episode with verl's server manager as the engine."""
@@ -63,7 +66,7 @@ class TurnGymAgentLoop(AgentLoopBase):
             # A bad row or env id fails this sample, not the batch.
             row = EpisodeRow.from_row(kwargs)
             env_id, seed = row.env_id, row.seed
-            env = envs.make(env_id, **row.play_kwargs())
+            env = envs.make(env_id, **{**row.play_kwargs(), **self.env_servers})
             traj = await run_episode(
                 env,
                 self.server_manager,
@@ -83,6 +86,7 @@ class TurnGymAgentLoop(AgentLoopBase):
             if env is not None:
                 with contextlib.suppress(Exception):
                     env.close()
+        traj.extra_fields.update(failover_fields(env))
         return trajectory_to_output(traj, self.tokenizer, self.episode_config.max_prompt_tokens)
 
 

@@ -238,6 +238,9 @@ def check_run(cfg: DictConfig) -> None:
     if cfg.turngym.model:
         check_model_dir(str(cfg.turngym.model))
     check_run_folder(cfg)
+    from trainer.env_server_check import check_env_servers
+
+    check_env_servers(cfg)
 
 
 def check_output_dirs(cfg: DictConfig) -> None:

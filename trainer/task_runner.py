@@ -28,6 +28,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 import trainer.positive_grpo  # noqa: F401 - registers positive_grpo in verl
 from trainer.curriculum_hook import CurriculumTrainerMixin
+from trainer.episode_failures import failure_counts
 from trainer.progress import (
     SUCCESS_KEY,
     TURNS_KEY,
@@ -134,6 +135,7 @@ class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainer
         metrics = {}
         if len(success):
             metrics[SUCCESS_KEY] = float(success.mean())
+        metrics.update(failure_counts(extra_fields))
         turns = episode_turns(extra_fields)
         if turns:
             metrics[TURNS_KEY] = float(np.mean(turns))
