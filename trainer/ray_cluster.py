@@ -2,9 +2,10 @@
 
 ``trainer.run`` starts a private Ray instance unless it is given an address: ``RAY_ADDRESS`` (Ray's own
 variable, also set by ``ray job submit``) or ``ray_kwargs.ray_init.address`` (passed to ``ray.init`` by
-verl's ``run_ppo``). An address is checked before anything is written: an unreachable one is one line
-naming it. When joining, the run gives up its own resource declarations (``ray_init.num_cpus`` and
-``num_gpus``): the nodes declared theirs in ``ray start``, and Ray refuses both when connecting.
+verl's ``run_ppo``). An address is checked before anything is written: an unreachable one, or a cluster
+without ``trainer.nnodes`` nodes that can hold a node's share of the run, is one line. When joining,
+the run gives up its own resource declarations (``ray_init.num_cpus`` and ``num_gpus``): the nodes
+declared theirs in ``ray start``, and Ray refuses both when connecting.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from trainer.config_error import ConfigError
 
 ADDRESS_KEY = "ray_kwargs.ray_init.address"
 CONNECT_TIMEOUT_S = 5.0
-RECIPE = "start it with `ray start --head` (docs/trainer.md, 'Past one machine')"
+# verl's resource pools ask this many CPUs next to each GPU (max_colocate_count, single_controller/ray/base.py).
+VERL_CPUS_PER_BUNDLE = 3
+RECIPE = "start it with `ray start --head` (docs/cluster.md)"
 
 
 def cluster_address(cfg: DictConfig) -> str | None:
@@ -83,6 +86,46 @@ def check_cluster_reachable(cfg: DictConfig, timeout: float = CONNECT_TIMEOUT_S)
             f"{reason}; {RECIPE}, or fix the address"
         ) from None
     return address
+
+
+def check_cluster_fits(cfg: DictConfig, address: str) -> None:
+    """Raise ConfigError (one line) unless the cluster has ``trainer.nnodes`` nodes that can each host
+    ``trainer.n_gpus_per_node`` workers.
+
+    verl asks for one placement group per node, each packing ``n_gpus_per_node`` bundles of
+    ``{CPU: 3, GPU: 1}`` onto one node (``single_controller/ray/base.py``); Ray waits for a group that no
+    node can hold, so without this check such a run hangs before its first step. Counts the nodes'
+    total resources (what other jobs hold is not known here); connects a short-lived driver.
+
+    Args:
+        cfg: the training config (``trainer.nnodes``, ``trainer.n_gpus_per_node``, ``trainer.device``).
+        address: the cluster's address, as ``cluster_address`` returns it.
+    """
+    import logging
+
+    import ray
+
+    per_node = int(cfg.trainer.n_gpus_per_node)
+    wanted = int(cfg.trainer.nnodes)
+    device = "NPU" if str(cfg.trainer.device) == "npu" else "GPU"
+    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+    finally:
+        ray.shutdown()
+    fit = [
+        n
+        for n in nodes
+        if n["Resources"].get(device, 0) >= per_node
+        and n["Resources"].get("CPU", 0) >= VERL_CPUS_PER_BUNDLE * per_node
+    ]
+    if len(fit) < wanted:
+        raise ConfigError(
+            f"the Ray cluster at {address} has {len(nodes)} node(s), {len(fit)} with {per_node} {device}(s) and "
+            f"{VERL_CPUS_PER_BUNDLE * per_node} CPUs; trainer.nnodes={wanted} x trainer.n_gpus_per_node={per_node} "
+            f"needs {wanted} such nodes: add nodes (ray start --address=... --num-gpus={per_node}) or lower "
+            "trainer.nnodes"
+        )
 
 
 def join_existing_cluster(cfg: DictConfig) -> str | None:

@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from tools.cli_errors import UsageError, run_cli
 from trainer.compose import ConfigError, compose_config, env_entries
 from trainer.progress import ConsoleFilter
-from trainer.ray_cluster import check_cluster_reachable, join_existing_cluster
+from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
 from trainer.run_data import StagedData
 
@@ -418,7 +418,10 @@ def _main(argv: list[str] | None) -> int:
         apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
         model_label = resolve_model_option(cfg)  # a name or GGUF: converted once, before Ray starts
         check_run(cfg)  # before anything is written: output folders, model path, the run folder's settings
-        check_cluster_reachable(cfg)  # an existing Ray cluster to join (RAY_ADDRESS or ray_init.address)
+        # An existing Ray cluster to join (RAY_ADDRESS or ray_kwargs.ray_init.address): up, and big enough.
+        address = check_cluster_reachable(cfg)
+        if address is not None:
+            check_cluster_fits(cfg, address)  # else verl's placement groups would wait forever
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
         print(model_settings_line(cfg, model_label), flush=True)
         log_file = train_log_path(cfg)

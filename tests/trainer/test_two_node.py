@@ -216,6 +216,15 @@ def test_two_node_run_places_work_on_both_nodes_and_resumes_after_sigkill(two_no
         "trainer.total_training_steps=2",
         "trainer.save_freq=1",
     ]
+    # More nodes than the cluster has: one line before anything is written, not a run waiting forever.
+    too_many = subprocess.run(
+        [*cmd, "trainer.nnodes=3"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert too_many.returncode == 2, too_many.stdout[-3000:] + too_many.stderr[-3000:]
+    assert too_many.stderr.strip().count("\n") == 0, too_many.stderr
+    assert "has 2 node(s), 2 with 1 GPU(s)" in too_many.stderr and "trainer.nnodes=3" in too_many.stderr
+    assert not out.exists()
+
     log = (tmp_path / "first.log").open("w")
     first = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     marker = out / "checkpoints" / "latest_checkpointed_iteration.txt"
