@@ -95,6 +95,50 @@ class EnvProtocol(Protocol):
         ...
 
 
+#: The members of `EnvProtocol`, for `conforms`.
+PROTOCOL_MEMBERS = (
+    "max_action_chars",
+    "tool_call_format",
+    "tool_schemas",
+    "wants_policy_opponent",
+    "reset",
+    "step",
+    "areset",
+    "astep",
+    "set_tool_call_format",
+    "set_turn_limits",
+    "attach_policy_opponent",
+    "close",
+)
+
+
+def conforms(env: object) -> bool:
+    """Whether `env` has every `EnvProtocol` member; cheap, and no property is evaluated.
+
+    `isinstance(env, EnvProtocol)` reads every member, properties included (`tool_schemas` builds the
+    env's tools), which costs about a millisecond; callers on a per-episode path use this instead.
+
+    Args:
+        env: Any object.
+
+    Returns:
+        True when each member is on its class or in its instance dict.
+
+    Example:
+        >>> import envs
+        >>> conforms(envs.make("guess-number-v0")), conforms(object())
+        (True, False)
+    """
+    cls, own = type(env), getattr(env, "__dict__", {})
+    return all(hasattr(cls, name) or name in own for name in PROTOCOL_MEMBERS)
+
+
+def missing_members(env: object) -> list[str]:
+    """The `EnvProtocol` members `env` lacks (empty when it `conforms`), for an error message."""
+    cls, own = type(env), getattr(env, "__dict__", {})
+    return [name for name in PROTOCOL_MEMBERS if not (hasattr(cls, name) or name in own)]
+
+
 class ForwardsEnvProtocol:
     """Mixin for wrappers: every `EnvProtocol` member except reset/step/areset/astep goes to `self.env`.
 

@@ -12,7 +12,7 @@ import gymnasium
 from gymnasium.envs.registration import WrapperSpec
 
 from envs.errors import UnknownEnvError
-from envs.protocol import EnvProtocol
+from envs.protocol import conforms
 from envs.wrappers import EpisodeLimits
 from tools.registration import Registry, check_entry_point, load_entry_point
 
@@ -293,13 +293,13 @@ def _resolve(env_spec: EnvSpec, max_turns: Any, format_penalty: Any, kwargs: dic
 def _build(made: _Resolved) -> Any:
     env = made.factory(**made.constructor_kwargs)
     if made.limits:
-        if not isinstance(env, EnvProtocol):
+        if not conforms(env):
             raise TypeError(
                 f"{made.registered.id}: {', '.join(made.limits)} only apply to TextEnv-based envs"
             )
         env.set_turn_limits(**made.limits)
     if made.call_format is not _UNSET:
-        if not isinstance(env, EnvProtocol):
+        if not conforms(env):
             raise TypeError(f"{made.registered.id}: tool_call_format only applies to TextEnv-based envs")
         env.set_tool_call_format(made.call_format)
     base = env.unwrapped

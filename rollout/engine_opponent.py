@@ -8,6 +8,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from envs.protocol import EnvProtocol
 from rollout.chat_format import ChatFormat
 from rollout.engine import Engine
 from tools.run_sync import run_sync
@@ -135,7 +136,7 @@ _OWN_SAMPLING_KEYS = ("max_tokens", "max_new_tokens", "stop_token_ids")
 
 
 def attach_policy_opponent(
-    env: Any,
+    env: EnvProtocol,
     engine: Engine,
     tokenizer: Any,
     *,
@@ -150,8 +151,7 @@ def attach_policy_opponent(
     opponent samples as the agent does (`sampling_params`), with its own per-move cap, and its prompt is
     kept within `max_prompt_tokens`.
     """
-    base = getattr(env, "unwrapped", env)
-    if not getattr(base, "wants_policy_opponent", False):
+    if not env.wants_policy_opponent:
         return None
     params = {k: v for k, v in (sampling_params or {}).items() if k not in _OWN_SAMPLING_KEYS}
     opponent = EngineOpponent(
@@ -162,5 +162,5 @@ def attach_policy_opponent(
         chat_template_kwargs=chat_template_kwargs,
         max_prompt_tokens=max_prompt_tokens,
     )
-    base.attach_policy_opponent(opponent)
+    env.attach_policy_opponent(opponent)
     return opponent

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.protocol import conforms, missing_members
 from rollout.chat_format import ChatFormat
 from rollout.engine import Engine, EngineRequestError
 from rollout.engine_opponent import attach_policy_opponent
@@ -90,8 +91,14 @@ async def run_episode(
     tally = _Tally()
     traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed)
     try:
+        if not conforms(env):
+            missing = ", ".join(missing_members(env))
+            raise EpisodeFailed(
+                f"{type(env).__name__} lacks the env contract (envs.protocol.EnvProtocol; missing: {missing}): "
+                "make it with envs.make, or subclass envs.TextEnv"
+            )
         # `opponent="self"` (two-player TextArena games): the policy behind this engine plays the other seat.
-        opponent = attach_policy_opponent(
+        attach_policy_opponent(
             env,
             engine,
             tokenizer,
@@ -101,16 +108,15 @@ async def run_episode(
             chat_template_kwargs=cfg.chat_template_kwargs,
         )
         t0 = time.perf_counter()
-        if opponent is None:
-            messages, _ = env.reset(seed=seed, options=options)
-        else:  # the opponent may open the game inside `reset`: generate it without holding this loop
-            messages, _ = await asyncio.to_thread(env.reset, seed=seed, options=options)
+        # On this loop: an opponent opening the game generates while other episodes go on.
+        messages, _ = await env.areset(seed=seed, options=options)
         tally.env_s += time.perf_counter() - t0
-        tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
+        tools = list(env.tool_schemas)
         # A template that renders no tools gets them in the system message instead (rollout/tool_prompt.py).
         messages, template_tools = place_tools(tokenizer, messages, tools, cfg.chat_template_kwargs)
         fmt = ChatFormat(tokenizer, template_tools, cfg.chat_template_kwargs, cfg.tool_call_format)
-        _env_reads_calls_as(env, fmt.tool_call_format)
+        # The env reads calls in reply text in the format the chat template writes (not its default).
+        env.set_tool_call_format(fmt.tool_call_format)
         traj.messages, traj.tools = list(messages), tools
         t0 = time.perf_counter()
         traj.prompt_ids = fmt.prompt_ids(messages)
@@ -222,13 +228,6 @@ async def _play(play: _Play, traj: Trajectory) -> None:
         response.extend(suffix)
         mask.extend([0] * len(suffix))
         logprobs.extend([0.0] * len(suffix))
-
-
-def _env_reads_calls_as(env: Any, tool_call_format: str) -> None:
-    """Make the env read calls in reply text in the format the chat template writes (not its default)."""
-    setter = getattr(getattr(env, "unwrapped", env), "set_tool_call_format", None)
-    if setter is not None:  # envs other than TextEnv (plain gym envs) keep their own
-        setter(tool_call_format)
 
 
 def context_window(engine: Engine) -> int | None:

@@ -19,6 +19,7 @@ import gymnasium as gym
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote.wire import RemoteEnvError, encode_action, to_json
 from envs.spaces import AssistantAction, ChatMessages
+from envs.turn_limits import DEFAULT_MAX_ACTION_CHARS
 
 #: Exception types the server names, raised again here so remote code fails as local code would.
 _RAISED_AS = {
@@ -32,8 +33,10 @@ _RAISED_AS = {
 
 
 class RemoteEnv(gym.Env):
-    """A session on an env server: `reset`, `step`, `astep`, `tool_schemas`, `set_tool_call_format`,
-    `expert_action`, `render`, `close`.
+    """A session on an env server, with the env contract (`envs.protocol.EnvProtocol`) carried over HTTP:
+    `reset`/`areset`, `step`/`astep`, `tool_schemas`, `max_action_chars`, `set_tool_call_format`, plus
+    `expert_action`, `render`, `state` and `close`. What only the operator may set (the turn limits, the
+    opponent) raises here with a message saying so.
 
     Requests refused for load (429 `overloaded`, 503 `sessions_full`) are retried, honouring Retry-After, for up
     to `retry_s` seconds; nothing else is retried, since a step must never be taken twice.
@@ -84,8 +87,9 @@ class RemoteEnv(gym.Env):
         # The served env's reading of tool calls in reply text; absent for envs that read none.
         self._reads_call_format = "tool_call_format" in opened
         self.tool_call_format: str | None = opened.get("tool_call_format")
+        self.max_action_chars: int = opened.get("max_action_chars") or DEFAULT_MAX_ACTION_CHARS
         self.observation_space = ChatMessages()
-        self.action_space = AssistantAction(opened.get("max_action_chars") or 32768)
+        self.action_space = AssistantAction(self.max_action_chars)
         # The local registry's spec of env_id, passed in by `envs.make` (this module does not import the
         # registry, which imports it); None when the env is served by the remote registry only.
         self.turngym_spec = None
@@ -104,6 +108,12 @@ class RemoteEnv(gym.Env):
         """Start a new episode on the server; the same seed and options give the same episode as locally."""
         super().reset(seed=seed)
         result = self._request("POST", self._path("reset"), {"seed": seed, "options": options})
+        return result["observation"]["messages"], result["info"]
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Async `reset`: the request does not block the event loop."""
+        super().reset(seed=seed)
+        result = await self._arequest("POST", self._path("reset"), {"seed": seed, "options": options})
         return result["observation"]["messages"], result["info"]
 
     def step(self, action: Any):
@@ -125,6 +135,23 @@ class RemoteEnv(gym.Env):
             return
         answer = self._request("PUT", self._path("tool_call_format"), {"tool_call_format": tool_call_format})
         self.tool_call_format = answer.get("tool_call_format")
+
+    def set_turn_limits(self, **limits: Any) -> None:
+        """Refused: a served env's turn limits are the operator's (set where `python -m envs serve` starts)."""
+        raise NotImplementedError(
+            f"RemoteEnv({self.env_id}): turn limits ({', '.join(limits) or 'none given'}) of a served env are "
+            "set by its operator where the server starts, not by a client"
+        )
+
+    #: A served env's opponent is the operator's: a client never attaches one.
+    wants_policy_opponent = False
+
+    def attach_policy_opponent(self, opponent: Any) -> None:
+        """Refused: a served env's opponent is set by its operator, never by a client."""
+        raise ValueError(
+            f"RemoteEnv({self.env_id}): the opponent of a served env is set by its operator where the server "
+            "starts; a client cannot attach one"
+        )
 
     def expert_action(self) -> str:
         """The server env's scripted expert's next reply."""

@@ -77,6 +77,15 @@ class OpenEnvEnv(TextEnv):
         self._seed = seed
         return super().reset(seed=seed, options=options)
 
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Async `reset`: the exchange with the server runs in a worker thread (see `_areset`)."""
+        self._seed = seed
+        return await super().areset(seed=seed, options=options)
+
+    async def _areset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
+        # The session's socket is synchronous; a worker thread keeps the event loop free.
+        return await asyncio.to_thread(self._reset, options)
+
     def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
         data = dict(options)
         if self._seed is not None:

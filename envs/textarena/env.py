@@ -112,6 +112,15 @@ class TextArenaEnv(TextEnv):
 
     # ----- episode ---------------------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]):
+        return self._drive(self._open(options))
+
+    async def _areset(self, options: dict[str, Any]):
+        # An opponent opening the game with an async `amove` (EngineOpponent) is awaited on the caller's
+        # loop: other episodes go on while it generates.
+        return await self._adrive(self._open(options))
+
+    def _open(self, options: dict[str, Any]) -> Generator[list[Message], str | Exception, tuple[list, dict]]:
+        """Start the game, the opponent's opening moves included; yields as `_play` does (see `_drive`)."""
         ta_seed = int(self.np_random.integers(0, 2**31 - 1))
         self._random = EpisodeRandom(ta_seed, numpy_global=self.game.numpy_global)
         env_class = _load(self.game.entry_point)
@@ -129,8 +138,7 @@ class TextArenaEnv(TextEnv):
                 lambda: tactical_moves(self.game.name, self._ta),
             )
             self._opponent_messages = [system(self._system_prompt())]
-            # `reset` is synchronous: an opponent opening the game is called directly, even an async one.
-            ended = self._drive(self._opponent_turns())
+            ended = yield from self._opponent_turns()
         opening = self._agent_view()
         if ended is not None:  # the game's opening and why it stopped (shown again by the first step)
             opening = str(ended.messages[-1]["content"])
@@ -243,9 +251,9 @@ class TextArenaEnv(TextEnv):
 
     async def _adrive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
         """`_drive`, awaiting the opponent's `amove` when it has one."""
-        amove = getattr(self._opponent, "amove", None)
         try:
             request = next(play)
+            amove = getattr(self._opponent, "amove", None)  # after `next`: `_open` chooses the opponent
             while True:
                 if amove is None:
                     move = self._ask_opponent(request)

@@ -129,16 +129,13 @@ def test_action_and_observation_fields_can_be_named(server):
 
 def test_astep_local_tools_and_the_call_format(server):
     """Tool calls run locally, in the format the rollout chose; only plain replies reach the server."""
-    pytest.importorskip("rollout")
-    from rollout.episode import _env_reads_calls_as
-
     env = envs.make("openenv", base_url=f"{server}/guess", tools=["calculator"])
     hermes = '<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call>'
     llama3 = '<|python_tag|>{"name": "calculator", "parameters": {"expression": "6*7"}}'
 
     async def play():
         env.reset(seed=7)
-        _env_reads_calls_as(env, "llama3")
+        env.set_tool_call_format("llama3")
         as_call = await env.astep(llama3)
         as_text = await env.astep(hermes)  # not a call in llama3's format: sent as the guess
         return as_call, as_text

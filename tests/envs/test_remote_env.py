@@ -149,15 +149,12 @@ CALL_IN = {
 
 @pytest.mark.parametrize("call_format", ["hermes", "llama3", "mistral", None])
 def test_the_episode_tool_call_format_is_honoured_remotely(server, call_format):
-    """The rollout picks the call format per episode (`_env_reads_calls_as`); the server's env reads it."""
-    pytest.importorskip("rollout")
-    from rollout.episode import _env_reads_calls_as
-
+    """The rollout picks the call format per episode (`set_tool_call_format`); the server's env reads it."""
     local, remote = envs.make("guess-number-v0"), envs.make("guess-number-v0", remote=server)
     try:
         assert remote.reset(seed=0) == local.reset(seed=0)
-        _env_reads_calls_as(local, call_format)
-        _env_reads_calls_as(remote, call_format)
+        local.set_tool_call_format(call_format)
+        remote.set_tool_call_format(call_format)
         assert remote.unwrapped.tool_call_format == call_format
         for written_in, text in CALL_IN.items():
             expected = local.step(text)

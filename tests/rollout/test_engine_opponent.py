@@ -2,7 +2,6 @@
 
 import asyncio
 import re
-import threading
 
 import pytest
 
@@ -162,13 +161,20 @@ class WaitsForTheLoop:
 
     def __init__(self, tokenizer):
         self.inner = free_cell_opponent_engine(tokenizer)
-        self.loop_ran = threading.Event()
+        self.loop_ran = asyncio.Event()
+        self.caller_loop: asyncio.AbstractEventLoop | None = None
         self.saw_the_loop_run: list[bool] = []
 
     async def generate(self, request_id, *, prompt_ids, sampling_params=None):
         if request_id.startswith("opponent-"):
-            # Held on the caller's loop (a synchronous reset there), this wait could only time out.
-            self.saw_the_loop_run.append(self.loop_ran.wait(timeout=60))
+            # Awaited on the caller's loop, the other coroutine runs meanwhile; a reset holding that loop
+            # (or running the opponent on a loop of its own) could only time out here.
+            on_caller_loop = asyncio.get_running_loop() is self.caller_loop
+            try:
+                await asyncio.wait_for(self.loop_ran.wait(), 10 if on_caller_loop else 0.01)
+                self.saw_the_loop_run.append(on_caller_loop)
+            except (TimeoutError, RuntimeError):  # RuntimeError: the Event belongs to another loop
+                self.saw_the_loop_run.append(False)
         return await self.inner.generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params)
 
 
@@ -181,6 +187,7 @@ def test_a_policy_opening_the_game_leaves_the_event_loop_free(tokenizer):
         engine.loop_ran.set()
 
     async def both():
+        engine.caller_loop = asyncio.get_running_loop()
         episode = run_episode(env, engine, tokenizer, seed=0, config=EpisodeConfig(max_turns=2))
         return (await asyncio.gather(episode, other_episode()))[0]
 

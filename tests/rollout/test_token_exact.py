@@ -78,6 +78,10 @@ def _sentence(rng, lo=1, hi=12):
 class RandomChatEnv:
     """A minimal env (the contract only) whose replies are random: 0-3 user/tool messages per turn."""
 
+    max_action_chars = 32768
+    tool_call_format = "hermes"
+    wants_policy_opponent = False
+
     def __init__(self, tools, max_turns=6):
         self.tool_schemas = tools
         self.max_turns = max_turns
@@ -94,6 +98,21 @@ class RandomChatEnv:
         if self.rng.random() < 0.6:
             opening.insert(0, {"role": "system", "content": _sentence(self.rng)})
         return opening, {}
+
+    async def areset(self, *, seed=None, options=None):
+        return self.reset(seed=seed, options=options)
+
+    def step(self, action):
+        return asyncio.run(self.astep(action))
+
+    def set_tool_call_format(self, tool_call_format):
+        self.tool_call_format = tool_call_format
+
+    def set_turn_limits(self, **limits):
+        raise NotImplementedError("RandomChatEnv has no turn limits")
+
+    def attach_policy_opponent(self, opponent):
+        raise ValueError("RandomChatEnv has no opponent seat")
 
     async def astep(self, action):
         self.turn += 1
