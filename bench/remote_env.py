@@ -235,7 +235,7 @@ def main() -> None:
                 wall, share, failed = collect_env_wait(args.env, make, args.collect_episodes)
                 base = base or wall
                 print(
-                    f"| {name} | {wall:.2f} ({wall / base:.2f}x) | {100 * share:.1f} % | {failed} |",
+                    f"| {name} | {wall:.2f} ({wall / base:.2f}x) | {100 * share:.2f} % | {failed} |",
                     flush=True,
                 )
         finally:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -47,8 +48,18 @@ def _expert_script(seed: int) -> list[tuple[str, tuple]]:
             return out
 
 
+@pytest.fixture(scope="module")
+def steady_servers():
+    """Two servers no test stops (tests using them close every session they open)."""
+    started = [_serve(), _serve()]
+    yield [url for url, _ in started]
+    for _, proc in started:
+        stop_server(proc)
+
+
 @pytest.fixture
 def two_servers():
+    """Two servers a test may kill or stop."""
     started = [_serve(), _serve()]
     yield [url for url, _ in started], [proc for _, proc in started]
     for _, proc in started:
@@ -57,8 +68,8 @@ def two_servers():
         stop_server(proc)
 
 
-def test_episodes_spread_evenly_and_play_as_local(two_servers):
-    urls, _ = two_servers
+def test_episodes_spread_evenly_and_play_as_local(steady_servers):
+    urls = steady_servers
     pool = EnvServerPool(urls)
     made = [PooledRemoteEnv(ENV_ID, pool) for _ in range(6)]
     try:
@@ -76,8 +87,8 @@ def test_episodes_spread_evenly_and_play_as_local(two_servers):
     assert [s.open_sessions for s in pool.servers.values()] == [0, 0]
 
 
-def test_a_server_down_from_the_start_is_left_out_with_a_warning(two_servers, caplog):
-    urls, _ = two_servers
+def test_a_server_down_from_the_start_is_left_out_with_a_warning(steady_servers, caplog):
+    urls = steady_servers
     dead = f"http://127.0.0.1:{free_port()}"
     pool = EnvServerPool([dead, urls[0]])
     with caplog.at_level(logging.WARNING, logger="envs.remote.pool"):
@@ -313,13 +324,40 @@ def test_bad_worker_count_is_one_line(workers):
     assert done.stderr.strip().count("\n") == 0 and "--workers" in done.stderr, done.stderr
 
 
-def test_pooled_env_keeps_the_env_contract(two_servers):
+def test_pooled_env_keeps_the_env_contract(steady_servers):
     from envs.protocol import EnvProtocol, missing_members
 
-    urls, _ = two_servers
+    urls = steady_servers
     env = envs.make(ENV_ID, remote=urls)
     assert missing_members(env) == [] and isinstance(env, EnvProtocol)
     assert env.wants_policy_opponent is False
     with pytest.raises(ValueError, match="opponent"):
         env.attach_policy_opponent(lambda *_: "x")
     env.close()
+
+
+def test_remote_env_bench_prints_its_tables():
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/remote_env.py",
+            "--episodes",
+            "6",
+            "--workers",
+            "2",
+            "--concurrency",
+            "2",
+            "--clients",
+            "1",
+            "--collect-episodes",
+            "0",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| 2 workers |")]
+    assert len(rows) == 1 and float(rows[0][2]) > 0 and float(rows[0][4]) <= float(rows[0][5]), done.stdout
+    assert "| front of --workers 2 |" not in done.stdout  # needs the plain server's row to compare
