@@ -38,8 +38,8 @@ class RemoteEnv(gym.Env):
     `expert_action`, `render`, `state` and `close`. What only the operator may set (the turn limits, the
     opponent) raises here with a message saying so.
 
-    Requests refused for load (429 `overloaded`, 503 `sessions_full`) are retried, honouring Retry-After, for up
-    to `retry_s` seconds; nothing else is retried, since a step must never be taken twice.
+    Requests refused for load (429 `overloaded`, 503 `sessions_full`) are retried, honouring Retry-After,
+    for up to `retry_s` seconds; nothing else is retried, since a step must never be taken twice.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
