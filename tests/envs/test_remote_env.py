@@ -352,3 +352,21 @@ def test_rollout_episode_runs_on_a_remote_env(server):
         assert messages == envs.make("sokoban-v0").reset(seed=3)[0]
     finally:
         env.close()
+
+
+def test_remote_env_has_the_env_contract(server):
+    """RemoteEnv implements envs.protocol.EnvProtocol: areset as reset, and a clear refusal of what is the operator's."""
+    from envs.protocol import EnvProtocol, conforms
+
+    local, remote = envs.make("guess-number-v0"), envs.make("guess-number-v0", remote=server)
+    try:
+        assert conforms(remote) and isinstance(remote, EnvProtocol)
+        assert asyncio.run(remote.areset(seed=4)) == local.reset(seed=4)
+        assert remote.step("50") == local.step("50")
+        assert remote.max_action_chars == local.max_action_chars and not remote.wants_policy_opponent
+        with pytest.raises(NotImplementedError, match="set by its operator where the server starts"):
+            remote.set_turn_limits(max_tool_time_s=1000)
+        with pytest.raises(ValueError, match="a client cannot attach one"):
+            remote.attach_policy_opponent(lambda messages: "[0]")
+    finally:
+        remote.close()
