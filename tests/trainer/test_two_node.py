@@ -59,13 +59,14 @@ def _free_ports(n: int) -> list[int]:
             s.close()
 
 
-def _cluster_pids(temp_dir: str) -> list[int]:
-    """Live processes started for this cluster (their command lines name its temp dir)."""
-    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
+def _cluster_pids(sessions: set[int], temp_dir: str) -> list[int]:
+    """Live processes of this cluster: in a node's session (Ray's workers rename themselves `ray::...`,
+    so their command lines say nothing), or naming the cluster's temp dir."""
+    out = subprocess.run(["ps", "-eo", "pid=,sid=,stat=,args="], capture_output=True, text=True).stdout
     pids = []
     for line in out.splitlines():
-        pid, stat, args = (line.strip().split(None, 2) + ["", ""])[:3]
-        if temp_dir in args and not stat.startswith("Z"):
+        pid, sid, stat, args = (line.strip().split(None, 3) + ["", "", ""])[:4]
+        if (int(sid) in sessions or temp_dir in args) and not stat.startswith("Z"):
             pids.append(int(pid))
     return pids
 
@@ -157,10 +158,11 @@ class TwoNodeCluster:
                 proc.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=60)
+        sessions = {p.pid for p in self.nodes}  # each `ray start` leads its own session
         deadline = time.time() + 30
-        while (left := _cluster_pids(self.temp_dir)) and time.time() < deadline:
+        while (left := _cluster_pids(sessions, self.temp_dir)) and time.time() < deadline:
             time.sleep(0.5)
-        for pid in left:  # never leave them running, even when the test fails on them
+        for pid in left:  # never left running, even when the test fails on them
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         for proc in self.nodes:
