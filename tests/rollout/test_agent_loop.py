@@ -26,7 +26,11 @@ def test_episode_spec_reads_extra_info_and_json_kwargs():
 
 
 def test_training_path_and_to_dataproto_put_each_turns_reward_on_the_same_token(tokenizer):
-    """verl's rm_scores from the agent loop and to_dataproto's agree token for token on a multi-turn episode."""
+    """verl's rm_scores from the agent loop and to_dataproto's agree token for token on a multi-turn episode.
+
+    `as_dict` is what verl's v1 trainer stores per sample (AgentLoopWorkerTQ._agent_loop_postprocess);
+    the older AgentLoopWorker driven below re-places `reward_score` on the last token itself.
+    """
     import envs
     from rollout.dataproto import to_dataproto
     from rollout.episode import EpisodeConfig, run_episode
