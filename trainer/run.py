@@ -197,17 +197,7 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
     worker_env = export_worker_env(cfg.trainer.device == "cpu", list(cfg.turngym.import_modules))
     os.environ.setdefault("TENSORBOARD_DIR", str(out / "tensorboard"))
     worker_env["TENSORBOARD_DIR"] = os.environ["TENSORBOARD_DIR"]
-    with open_struct(cfg):
-        # Assigned through the config nodes: DictConfig.setdefault returns the plain default, not the
-        # node it stores, so values written into it never reached ray.init. A local Ray instance hid
-        # that (its workers inherit this process's environment); the nodes of a cluster do not.
-        ray_init = cfg.ray_kwargs.ray_init
-        if ray_init.get("runtime_env") is None:
-            ray_init.runtime_env = {}
-        if ray_init.runtime_env.get("env_vars") is None:
-            ray_init.runtime_env.env_vars = {}
-        for key, value in worker_env.items():
-            ray_init.runtime_env.env_vars[key] = value
+    put_worker_env(cfg, worker_env)
 
     entries = env_entries(cfg)
     if not cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path:
@@ -251,6 +241,22 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
         )
         cfg.turngym.model = report["model"]
     return cfg
+
+
+def put_worker_env(cfg: DictConfig, values: dict[str, str]) -> None:
+    """Add ``values`` to ``ray_kwargs.ray_init.runtime_env.env_vars``: the environment of every Ray worker
+    of the run, on every node (verl's ``run_ppo`` passes it to ``ray.init``)."""
+    with open_struct(cfg):
+        # Assigned through the config nodes: DictConfig.setdefault returns the plain default, not the
+        # node it stores, so values written into it never reached ray.init. A local Ray instance hid
+        # that (its workers inherit this process's environment); the nodes of a cluster do not.
+        ray_init = cfg.ray_kwargs.ray_init
+        if ray_init.get("runtime_env") is None:
+            ray_init.runtime_env = {}
+        if ray_init.runtime_env.get("env_vars") is None:
+            ray_init.runtime_env.env_vars = {}
+        for key, value in values.items():
+            ray_init.runtime_env.env_vars[key] = value
 
 
 class open_struct:  # noqa: N801 - used as a context manager like omegaconf.open_dict

@@ -282,3 +282,28 @@ def test_unreachable_cluster_address_is_one_line_before_anything_is_written(
     assert len(err) == 1 and expected.format(closed=closed) in err[0], err
     assert "ray start --head" in err[0] or "e.g. 10.0.0.1:6379" in err[0]
     assert not out.exists()
+
+
+def test_worker_env_and_cluster_address_reach_ray_init(monkeypatch):
+    """What verl's run_ppo hands ray.init: the workers' environment (on other nodes they do not inherit
+    the driver's) and, when joining, the address without the platform's own CPU/GPU counts."""
+    from omegaconf import OmegaConf
+
+    from trainer.compose import compose_config
+    from trainer.ray_cluster import join_existing_cluster
+    from trainer.run import put_worker_env
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu"])
+    put_worker_env(cfg, {"VERL_PLATFORM": "cpu", "PYTHONPATH": "/checkout"})
+    ray_init = OmegaConf.to_container(cfg.ray_kwargs.ray_init, resolve=True)
+    assert ray_init["runtime_env"]["env_vars"] == {"VERL_PLATFORM": "cpu", "PYTHONPATH": "/checkout"}
+    assert join_existing_cluster(cfg) is None  # no address: trainer.run starts its own Ray with its counts
+    assert ray_init["num_cpus"] == 16 and ray_init["num_gpus"] == 1
+
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert join_existing_cluster(cfg) == "10.0.0.1:6379"
+    ray_init = OmegaConf.to_container(cfg.ray_kwargs.ray_init, resolve=True)
+    assert ray_init["address"] == "10.0.0.1:6379"
+    assert ray_init["num_cpus"] is None and ray_init["num_gpus"] is None  # ray.init refuses them when joining
+    assert ray_init["runtime_env"]["env_vars"]["VERL_PLATFORM"] == "cpu"
