@@ -46,6 +46,7 @@ class EnvServerPool:
         self.health_timeout_s, self.recheck_s = health_timeout_s, recheck_s
         self._lock = threading.Lock()
         self._turn = 0
+        self._probing: set[str] = set()  # urls a background probe is checking
 
     @property
     def urls(self) -> list[str]:
@@ -92,21 +93,28 @@ class EnvServerPool:
     def pick(self, exclude: tuple[str, ...] = ()) -> str:
         """The live server with the fewest open sessions of this process (not one in `exclude`).
 
-        Servers never probed, and down servers whose `recheck_s` has passed, are probed first.
+        Servers never probed are probed first. A down server whose `recheck_s` has passed is probed in
+        a background thread while another server is live (a hung one takes `health_timeout_s` to fail,
+        which must not stall the caller), and here, at once, when none is.
 
         Raises:
             RemoteEnvError: `no_live_server`, one line naming every server and why it is out.
         """
         now = time.monotonic()
         with self._lock:
-            stale = [
-                s.url
-                for s in self.servers.values()
-                if s.url not in exclude
-                and (s.alive is None or (s.alive is False and now - s.checked_at >= self.recheck_s))
-            ]
-        for url in stale:
+            candidates = [s for s in self.servers.values() if s.url not in exclude]
+            unknown = [s.url for s in candidates if s.alive is None]
+            due = [s.url for s in candidates if s.alive is False and now - s.checked_at >= self.recheck_s]
+        for url in unknown:
             self.check(url)
+        with self._lock:
+            live = [s for s in self.servers.values() if s.alive and s.url not in exclude]
+        if not live:
+            for url in due:
+                self.check(url)
+        else:
+            for url in due:
+                self._check_in_background(url)
         with self._lock:
             live = [s for s in self.servers.values() if s.alive and s.url not in exclude]
             if not live:
@@ -115,6 +123,21 @@ class EnvServerPool:
             self._turn += 1
             order = {s.url: (i - self._turn) % len(self.servers) for i, s in enumerate(self.servers.values())}
             return min(live, key=lambda s: (s.open_sessions, order[s.url])).url
+
+    def _check_in_background(self, url: str) -> None:
+        with self._lock:
+            if url in self._probing:
+                return
+            self._probing.add(url)
+
+        def probe() -> None:
+            try:
+                self.check(url)
+            finally:
+                with self._lock:
+                    self._probing.discard(url)
+
+        threading.Thread(target=probe, name=f"env-server-probe {url}", daemon=True).start()
 
     def none_live_message(self, exclude: tuple[str, ...] = ()) -> str:
         """One line naming every server and why it is out (for when none is live)."""

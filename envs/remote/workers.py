@@ -191,40 +191,51 @@ def _front(
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     waiting: dict[socket.socket, float] = {}  # accepted, request line not in yet: since when
+    partial: set[socket.socket] = set()  # some bytes in but not a whole request line: peeked again soon
     turn = 0
     while not stopping:
-        for key, _ in selector.select(timeout=0.5):
-            sock = key.fileobj
+        ready = [key.fileobj for key, _ in selector.select(timeout=0.01 if partial else 0.5)]
+        # A peek leaves the bytes in place, so a socket holding half a line stays readable: those are
+        # taken out of the selector and peeked again every 10 ms instead of in a busy loop.
+        for sock in [*ready, *[s for s in partial if s not in ready]]:
             if sock is listener:
                 while True:
                     try:
                         conn, _ = listener.accept()
                     except (BlockingIOError, InterruptedError):
                         break
+                    conn.setblocking(False)
                     waiting[conn] = time.monotonic()
                     selector.register(conn, selectors.EVENT_READ)
                 continue
             try:
                 head = sock.recv(_PEEK_BYTES, socket.MSG_PEEK)
+            except BlockingIOError:
+                continue
             except OSError:
                 head = b""
-            if not head:  # closed before a request
+            target = route(head, len(workers), turn) if head else None
+            if head and target is None:
+                if sock not in partial:
+                    selector.unregister(sock)
+                    partial.add(sock)
+                continue
+            if sock in partial:
+                partial.discard(sock)
+            else:
                 selector.unregister(sock)
-                waiting.pop(sock, None)
-                sock.close()
-                continue
-            target = route(head, len(workers), turn)
-            if target is None:
-                continue
-            turn += 1
-            selector.unregister(sock)
             waiting.pop(sock, None)
-            sock.setblocking(True)
-            workers[target].hand(sock)
+            if head:  # else: closed before a request
+                turn += 1
+                sock.setblocking(True)
+                workers[target].hand(sock)
             sock.close()  # the worker holds its own copy now
         now = time.monotonic()
         for sock in [s for s, since in waiting.items() if now - since > wait_s]:
-            selector.unregister(sock)
+            if sock in partial:
+                partial.discard(sock)
+            else:
+                selector.unregister(sock)
             del waiting[sock]
             sock.close()
         for i, worker in enumerate(workers):

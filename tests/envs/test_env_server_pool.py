@@ -201,11 +201,27 @@ def test_a_server_that_returns_is_back_in_the_pool(two_servers):
     assert held.url == urls[1]
     assert pool.servers[urls[0]].alive is False
     _, procs[0] = _serve(port)
+    # While another server is live, a down one is probed in the background: picks go on meanwhile.
+    deadline = time.monotonic() + 30
+    while pool.servers[urls[0]].alive is not True and time.monotonic() < deadline:
+        pool.pick()
+        time.sleep(0.05)
     back = PooledRemoteEnv(ENV_ID, pool)
-    assert pool.servers[urls[0]].alive is True
     assert back.url == urls[0]  # the least loaded: it holds none, the other one
     for env in (held, back):
         env.close()
+
+
+def test_a_hung_server_is_probed_without_stalling_picks(two_servers):
+    urls, procs = two_servers
+    pool = EnvServerPool(urls, health_timeout_s=5.0, recheck_s=0.0)
+    assert pool.pick() in urls
+    os.kill(procs[0].pid, signal.SIGSTOP)
+    pool.mark_down(urls[0], "test: stopped")
+    assert pool.pick() == urls[1]
+    # The probe of the stopped server is still waiting on it when pick has already answered.
+    assert urls[0] in pool._probing
+    assert pool.pick() == urls[1]
 
 
 # ----- python -m envs serve --workers N -------------------------------------------------------------
@@ -265,6 +281,21 @@ def test_workers_share_one_port_and_each_session_stays_on_its_worker(workers_ser
     finally:
         for env in made:
             env.close()
+
+
+def test_a_request_line_sent_in_pieces_still_reaches_a_worker(workers_server):
+    import socket
+
+    url, _ = workers_server
+    host, port = url.rsplit("/", 1)[-1].split(":")
+    with socket.create_connection((host, int(port))) as conn:
+        conn.sendall(b"GET /hea")
+        time.sleep(0.3)
+        conn.sendall(b"lth HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200") and b'"workers": 2' in answer, answer[:300]
 
 
 def _pid_of_worker(url: str) -> dict[int, int]:
