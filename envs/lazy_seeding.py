@@ -38,9 +38,7 @@ class LazySeeding(gym.Env):
         self._generator, self._pending_seed = value, None
 
     def _record_seed(self, seed: Any) -> None:
-        """What `reset(seed=seed)` does to the generators (nothing for None: the streams continue)."""
-        if seed is None:
-            return
+        """What `reset(seed=seed)` does to the generators (`seed` not None)."""
         if type(seed) is int and seed >= 0:
             self._generator, self._pending_seed, self._np_random_seed = None, seed, seed
         else:

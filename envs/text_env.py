@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from envs.assistant_turn import AssistantTurn, read_action
+from envs.episode_end import refusal_after_end
+from envs.episode_tools import EpisodeTools
 from envs.errors import InvalidAction, ResetNeeded
 from envs.extra_tools import resolve_extra_tools
 from envs.lazy_seeding import LazySeeding
 from envs.messages import Message, user
-from envs.reset_options import check_options, describe_options
-from envs.spaces import AssistantAction, ChatMessages
+from envs.reset_options import check_options
+from envs.reset_options import describe_options as describe_options  # public here before the split
 from envs.step_result import StepResult
 from envs.tool_turn import run_tool_turn
 from envs.transcript import render_transcript, unreadable_reply
@@ -21,31 +23,16 @@ from envs.turn_limits import (
     DEFAULT_MAX_ACTION_CHARS,
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_TIME_S,
-    checked_action_chars,
-    checked_tool_calls,
-    checked_tool_time,
+    TurnLimits,
 )
 from tools.run_sync import run_sync
 
 if TYPE_CHECKING:
     from tools import Tool, ToolResult
     from tools.calls import ToolCall
-    from tools.registry import ToolRegistry
-
-# Importable from here as before the split (`from envs.text_env import render_transcript`, ...).
-__all__ = [
-    "DEFAULT_MAX_ACTION_CHARS",
-    "DEFAULT_MAX_TOOL_CALLS_PER_TURN",
-    "DEFAULT_MAX_TOOL_TIME_S",
-    "TextEnv",
-    "describe_options",
-    "refusal_after_end",
-    "render_transcript",
-    "resolve_extra_tools",
-]
 
 
-class TextEnv(LazySeeding):
+class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
     """A multi-turn text environment: the env contract (`envs.protocol.EnvProtocol`) on chat messages.
 
     `reset` returns the opening conversation and `step` the messages to append. An action is the
@@ -102,12 +89,6 @@ class TextEnv(LazySeeding):
     total_reward = 0.0
     _has_reset = False
     _ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
-    _extra_tools: Sequence[Tool] = ()  # the tools given by `tools=`, resolved
-    _tool_prototypes: ToolRegistry | None = None
-    _episode_tools: ToolRegistry | None = None  # this episode's fork, made at its first tool call
-    # Built on first use (`observation_space`, `action_space`): most envs made per episode never read them.
-    _observation_space: ChatMessages | None = None
-    _action_space: AssistantAction | None = None
 
     def __init__(
         self,
@@ -123,10 +104,8 @@ class TextEnv(LazySeeding):
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.render_mode = render_mode
-        # The defaults themselves (not equal values: 8.0 must still be refused) need no checking, and a
+        # The defaults themselves (not equal values: 8.0 must still be refused) are the class's, and a
         # fresh env per episode (verl's agent loop) makes this path hot.
-        self.max_action_chars = max_action_chars
-        self.max_tool_calls_per_turn, self.max_tool_time_s = max_tool_calls_per_turn, max_tool_time_s
         if (
             max_action_chars is not DEFAULT_MAX_ACTION_CHARS
             or max_tool_calls_per_turn is not DEFAULT_MAX_TOOL_CALLS_PER_TURN
@@ -149,44 +128,6 @@ class TextEnv(LazySeeding):
         if "_respond" in cls.__dict__ and "_respond_text" not in cls.__dict__:
             cls._respond_text = TextEnv._respond_text
 
-    def set_turn_limits(
-        self,
-        *,
-        max_action_chars: int | None = None,
-        max_tool_calls_per_turn: int | None | Any = ...,
-        max_tool_time_s: float | None | Any = ...,
-    ) -> None:
-        """Change the reply size limit and the per-turn tool limits (None: no limit; omitted: unchanged)."""
-        if max_action_chars is not None:
-            self.max_action_chars = checked_action_chars(max_action_chars)
-            self._action_space = None  # a new one, with the new limit, on next use
-        if max_tool_calls_per_turn is not ...:
-            self.max_tool_calls_per_turn = checked_tool_calls(max_tool_calls_per_turn)
-        if max_tool_time_s is not ...:
-            self.max_tool_time_s = checked_tool_time(max_tool_time_s)
-
-    @property
-    def observation_space(self) -> ChatMessages:
-        """Lists of chat messages (`envs.spaces.ChatMessages`)."""
-        if self._observation_space is None:
-            self._observation_space = ChatMessages()
-        return self._observation_space
-
-    @observation_space.setter
-    def observation_space(self, space: ChatMessages) -> None:
-        self._observation_space = space
-
-    @property
-    def action_space(self) -> AssistantAction:
-        """Assistant turns within `max_action_chars` (`envs.spaces.AssistantAction`)."""
-        if self._action_space is None:
-            self._action_space = AssistantAction(self.max_action_chars)
-        return self._action_space
-
-    @action_space.setter
-    def action_space(self, space: AssistantAction) -> None:
-        self._action_space = space
-
     # ----- what subclasses implement -------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
         """Start an episode with `self.np_random`; return the opening messages and info."""
@@ -208,10 +149,6 @@ class TextEnv(LazySeeding):
         """Async twin of `_respond`; override when the reaction does I/O."""
         return self._respond(turn)
 
-    def own_tools(self) -> list[Tool]:
-        """Tools this env provides itself (e.g. a game's `guess` tool)."""
-        return []
-
     def _after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
         """Hook after each tool call, in call order; return a StepResult to end or redirect the turn."""
         return None
@@ -225,45 +162,6 @@ class TextEnv(LazySeeding):
         raise NotImplementedError(
             f"{type(self).__name__} has no random_action; set turngym.warm_start.expert_noise=0 for it"
         )
-
-    # ----- tools ---------------------------------------------------------------------------------
-    @property
-    def tool_registry(self) -> ToolRegistry:
-        """The env's tools as a `tools.ToolRegistry`: its own, then the extra ones it was given.
-
-        Built on first use: a plain-text reply never needs them, and building a game's action tool on
-        every `make` cost most of a short episode.
-        """
-        if self._tool_prototypes is None:
-            from tools.registry import ToolRegistry
-
-            try:
-                self._tool_prototypes = ToolRegistry([*self.own_tools(), *self._extra_tools])
-            except ValueError as exc:  # two tools with one name
-                raise ValueError(f"{type(self).__name__}: {exc}") from None
-        return self._tool_prototypes
-
-    @property
-    def tools(self) -> list[Tool]:
-        """All tools the agent may call in this env, in order (see `tool_registry`)."""
-        return list(self.tool_registry)
-
-    @property
-    def tool_schemas(self) -> list[dict]:
-        """OpenAI function schemas of `tools`, as rendered into the prompt by a chat template."""
-        return self.tool_registry.schemas()
-
-    def _episode_tool(self, name: str) -> Tool | None:
-        if self._episode_tools is None:
-            # Stateful tools get fresh instances per episode (at its first call), released at reset.
-            self._episode_tools = self.tool_registry.fork()
-        return self._episode_tools.get(name)
-
-    def _release_episode_tools(self) -> None:
-        if self._episode_tools is not None:
-            episode, self._episode_tools = self._episode_tools, None
-            # Releasing one tool does not stop the others or the next episode (ToolRegistry.aclose).
-            run_sync(episode.aclose())
 
     # ----- the Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -305,9 +203,7 @@ class TextEnv(LazySeeding):
             >>> asyncio.run(env.areset(seed=3)) == env.reset(seed=3)
             True
         """
-        if self._episode_tools is not None:
-            episode, self._episode_tools = self._episode_tools, None
-            await episode.aclose()
+        await self._arelease_episode_tools()
         checked = self._begin_episode(seed, options)
         messages, info = await self._areset(checked)
         self.transcript = list(messages)
@@ -316,7 +212,8 @@ class TextEnv(LazySeeding):
     def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         # What `reset` and `areset` share before the subclass opens the episode.
         checked = {} if options is None else self.check_reset_options(options)
-        self._record_seed(seed)
+        if seed is not None:  # None continues the streams
+            self._record_seed(seed)
         self.turn = 0
         self.total_reward = 0.0
         self.episode_over = False
@@ -431,9 +328,6 @@ class TextEnv(LazySeeding):
         super().close()
 
     # ----- internals -----------------------------------------------------------------------------
-    def _has_tools(self) -> bool:
-        return len(self.tool_registry) > 0
-
     def _format_error(self, problem: str) -> StepResult:
         help_text = f" {self.action_help}" if self.action_help else ""
         return StepResult(
@@ -469,16 +363,3 @@ class TextEnv(LazySeeding):
             info["format_error"] = None
         info["turn"] = turn_number
         return messages, reward, terminated, truncated, info
-
-
-def refusal_after_end(terminated: bool, truncated: bool, turn: int | None = None):
-    """The step result for an action after the episode ended: a message, reward 0, the same end flags."""
-    how = "terminated" if terminated or not truncated else "was truncated"
-    text = (
-        f"The episode has ended (it {how}); this action was not taken and earns no reward. "
-        "Call reset() to start a new episode."
-    )
-    info: dict[str, Any] = {"format_error": "action after the episode ended", "episode_ended": True}
-    if turn is not None:
-        info["turn"] = turn
-    return [user(text)], 0.0, bool(terminated or not truncated), bool(truncated), info
