@@ -96,7 +96,9 @@ class TwoNodeCluster:
             "start",
             "--block",
             "--node-ip-address=127.0.0.1",
-            f"--temp-dir={self.temp_dir}",
+            # Each node its own session folder, as on separate machines (on a shared one both nodes'
+            # log monitors would forward every worker's lines, so the console would show them twice).
+            f"--temp-dir={self.temp_dir}/{name}",
             "--num-cpus=8",  # logical: verl's pools ask 3 CPUs per bundle, plus its service actors
             "--num-gpus=1",  # logical: the CPU platform names its devices "GPU"
             f"--resources={json.dumps({name: 1})}",
@@ -254,8 +256,10 @@ def test_two_node_run_places_work_on_both_nodes_and_resumes_after_sigkill(two_no
     # Each replica's server runs on the node of the actor rank that feeds it its weights.
     ranks = {r["role"].rsplit(" ", 1)[1]: r["node_id"] for r in by_role["actor rank"]}
     assert all(r["node_id"] == ranks[r["role"].rsplit(" ", 1)[1]] for r in by_role["rollout replica"])
-    assert "[turngym] placement over 2 node(s)" in text
+    assert text.count("[turngym] placement over 2 node(s)") == 1, text[-3000:]
 
+    # The rerun needs the GPU bundle of both nodes: it starts only once Ray has ended the killed job's
+    # actors and removed its placement groups.
     second = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert "resuming after step 1" in second.stdout + second.stderr
