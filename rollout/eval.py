@@ -202,7 +202,7 @@ def announce_tool_placement(tokenizer: Any, plan: list[dict]) -> None:
     for entry in plan:
         env = envs.make(entry["id"], **entry["kwargs"])
         try:
-            tools = list(getattr(env.unwrapped, "tool_schemas", None) or [])
+            tools = list(env.tool_schemas)
         finally:
             env.close()
         if tools:

@@ -47,7 +47,7 @@ def play_episode(
     try:
         messages, _ = env.reset(seed=seed)
         convo = [dict(m) for m in messages]
-        tools = list(getattr(env, "tool_schemas", None) or [])
+        tools = list(env.tool_schemas)
         total = 0.0
         for _ in range(max_turns):
             action = move(env.unwrapped)

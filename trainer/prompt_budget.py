@@ -41,7 +41,7 @@ def longest_prompts(
             # Tool schemas depend on the env and its kwargs, not on the seed: one env per kind.
             env = envs.make(env_id, **episode.env_kwargs)
             try:
-                tools = list(env.unwrapped.tool_schemas or [])
+                tools = list(env.tool_schemas)
             finally:
                 env.close()
             # As the rollout does: a template that renders no tools gets them in the system message.
