@@ -66,3 +66,25 @@ def stop_server(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def trickled_request(
+    url: str, path: str, headers: dict[str, str] | None = None, timeout_s: float = 10.0
+) -> bytes:
+    """POST to `path` a body that announces 1000 bytes, sends a few and stalls; the server's whole answer.
+
+    What a slowloris client does: the server should answer (408) on its own before `timeout_s`, which
+    otherwise raises `TimeoutError`. Returns the raw HTTP answer (status line, headers, JSON body).
+    """
+    host, port = url.rsplit("//", 1)[-1].rsplit(":", 1)
+    lines = [f"POST {path} HTTP/1.1", "Host: x", "Content-Type: application/json", "Content-Length: 1000"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        sock.sendall(("\r\n".join(lines) + '\r\n\r\n{"a": ').encode())
+        reply = b""
+        while b"}}" not in reply:  # every turngym error body ends its `error` object there
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    return reply

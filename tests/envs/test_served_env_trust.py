@@ -8,7 +8,6 @@ a URL the client named. Every such request is refused with 400 naming the key, b
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 import envs
-from tools.loopback_server import ROOT, free_port, spawn_server, stop_server
+from tools.loopback_server import ROOT, free_port, spawn_server, stop_server, trickled_request
 
 SHELL_YAML = "tools:\n  - entry: subprocess:getoutput\n"
 # (env id, kwargs): what a client tried, each one a key only the operator may set.
@@ -212,18 +211,7 @@ def test_beyond_loopback_needs_a_token_and_bad_operator_settings_stop_the_start(
 
 
 def test_a_trickled_body_times_out_and_an_oversized_one_is_refused(server):
-    port = int(server.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(
-            b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b'Content-Length: 1000\r\n\r\n{"env_id": '
-        )
-        reply = b""
-        while b"}}" not in reply:  # the socket's own 10 s timeout fails the test if no answer comes
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            reply += chunk
+    reply = trickled_request(server, "/v1/sessions")
     assert b" 408 " in reply.split(b"\r\n", 1)[0] and b"body_timeout" in reply
     big = httpx.post(f"{server}/v1/sessions", content=b"x" * (17 << 20), timeout=30)
     assert big.status_code == 413 and big.json()["error"]["code"] == "body_too_large"

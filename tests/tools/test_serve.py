@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tools.loopback_server import stop_server
+from tools.loopback_server import stop_server, trickled_request
 from tools.sandbox import FusionSandbox
 from tools.sandbox.serve import scrub_message, scrub_output, spawn_server
 
@@ -292,8 +292,6 @@ def test_default_max_memory_fits_the_host():
 
 
 def test_token_and_trickled_body_on_the_sandbox_server():
-    import socket
-
     url, proc = start_server("--token", "s3cret", "--body-timeout", "1")
     try:
         assert health(url)["status"] == "ok"  # /health and /v1/ping stay open
@@ -302,18 +300,7 @@ def test_token_and_trickled_body_on_the_sandbox_server():
         refused = FusionSandbox(url, token="wrong").run("print(1)")
         assert refused.status == "sandbox_error" and "401" in refused.message
         assert FusionSandbox(url, token="s3cret").run("print(1)").stdout == "1\n"
-        port = int(url.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(
-                b"POST /run_code HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n"
-                b'Content-Length: 500\r\n\r\n{"code": '
-            )
-            reply = b""
-            while b"}}" not in reply:  # the socket's 10 s timeout fails the test if no answer comes
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                reply += chunk
+        reply = trickled_request(url, "/run_code", {"Authorization": "Bearer s3cret"})
         assert b" 408 " in reply.split(b"\r\n", 1)[0] and b'"body_timeout"' in reply
         assert wait_idle(url)["waiting"] == 0  # the trickler's queue place is given back
     finally:

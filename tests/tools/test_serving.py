@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import threading
 import time
 
@@ -12,7 +11,7 @@ import httpx
 import pytest
 
 from tools.cli_errors import UsageError
-from tools.loopback_server import free_port
+from tools.loopback_server import free_port, trickled_request
 from tools.serving import (
     AdmissionGate,
     RequestError,
@@ -113,18 +112,7 @@ def test_bodies_over_the_cap_are_413_by_header_and_by_stream(served):
 
 def test_a_trickled_body_gets_408(served):
     url, _ = served
-    port = int(url.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(
-            b"POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n"
-            b'Content-Length: 500\r\n\r\n{"a": '
-        )
-        reply = b""
-        while b"}}" not in reply:  # the socket's 10 s timeout fails the test if no answer comes
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            reply += chunk
+    reply = trickled_request(url, "/echo", AUTH)
     assert b" 408 " in reply.split(b"\r\n", 1)[0] and b'"body_timeout"' in reply
 
 
