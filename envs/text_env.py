@@ -257,15 +257,9 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
             # A printable reply in the default format holds no call and nothing to clean: read_action would
             # return it as it is. Most replies of most envs take this path, and it is every step of a game.
             return self._finish({"role": "assistant", "content": action}, self._respond_text(action))
-        try:
-            turn = read_action(
-                action,
-                max_chars=self.max_action_chars,
-                tool_call_format=self.tool_call_format,
-                has_tools=self._has_tools,
-            )
-        except InvalidAction as e:
-            return self._finish(unreadable_reply(action), self._format_error(str(e)))
+        turn = self._read(action)
+        if not isinstance(turn, AssistantTurn):  # unreadable: the finished step saying why
+            return turn
         if turn.tool_calls or turn.call_errors:
             # A call the time budget cut keeps its thread until it ends: the step does not wait for it.
             result = run_sync(run_tool_turn(self, turn), wait_for_threads=False)
@@ -278,15 +272,9 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
         self._require_reset()
         if self.episode_over:
             return self._refuse_after_end()
-        try:
-            turn = read_action(
-                action,
-                max_chars=self.max_action_chars,
-                tool_call_format=self.tool_call_format,
-                has_tools=self._has_tools,
-            )
-        except InvalidAction as e:
-            return self._finish(unreadable_reply(action), self._format_error(str(e)))
+        turn = self._read(action)
+        if not isinstance(turn, AssistantTurn):
+            return turn
         if turn.tool_calls or turn.call_errors:
             result = await run_tool_turn(self, turn)
         else:
@@ -328,6 +316,18 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
         super().close()
 
     # ----- internals -----------------------------------------------------------------------------
+    def _read(self, action: Any) -> AssistantTurn | tuple:
+        """The turn `action` holds; for an unreadable one, the finished step saying why."""
+        try:
+            return read_action(
+                action,
+                max_chars=self.max_action_chars,
+                tool_call_format=self.tool_call_format,
+                has_tools=self._has_tools,
+            )
+        except InvalidAction as e:
+            return self._finish(unreadable_reply(action), self._format_error(str(e)))
+
     def _format_error(self, problem: str) -> StepResult:
         help_text = f" {self.action_help}" if self.action_help else ""
         return StepResult(
