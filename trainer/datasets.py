@@ -8,7 +8,6 @@ the agent loop that plays the rows. With ``val_greedy`` every validation seed is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -45,27 +44,21 @@ def assign_envs(entries: list[dict], n: int, seed: int) -> list[dict]:
 def opening_prompts(episodes: Iterable[tuple[str, int, dict]]) -> list[list[dict[str, str]]]:
     """The opening conversation of each ``(env_id, seed, env_kwargs)``, reduced to role/content strings.
 
-    One env is built per distinct (env id, kwargs) and reset once per seed: an env's reset with a seed
-    fixes the episode whatever it played before (the Gymnasium contract; tests/trainer/test_datasets.py
-    checks every env of the shipped groups). The agent loop plays from its own env's reset and never
-    reads the stored prompt, so this is the one place it is rendered.
+    The one place a row's prompt is rendered (the dataset rows and the curriculum's level openings).
+    Each episode gets a fresh env, as in the agent loop, so the stored prompt is the one the episode
+    opens with even for an env whose reset does not clear everything. Reusing one env per kind showed
+    no clear gain (bench/dataset_build.py): the resets themselves are the cost.
     """
     import envs
 
-    built: dict[tuple[str, str], Any] = {}
     prompts = []
-    try:
-        for env_id, seed, kwargs in episodes:
-            key = (env_id, json.dumps(kwargs, sort_keys=True, default=str))
-            if key not in built:
-                built[key] = envs.make(env_id, **kwargs)
-            messages, _ = built[key].reset(seed=seed)
-            prompts.append(
-                [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
-            )
-    finally:
-        for env in built.values():
+    for env_id, seed, kwargs in episodes:
+        env = envs.make(env_id, **kwargs)
+        try:
+            messages, _ = env.reset(seed=seed)
+        finally:
             env.close()
+        prompts.append([{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages])
     return prompts
 
 

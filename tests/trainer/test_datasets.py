@@ -69,35 +69,3 @@ def test_validation_rows_seed_their_sampling_and_training_rows_do_not(tmp_path):
     va, tr = pd.read_parquet(val), pd.read_parquet(train)
     assert list(va["turngym_sampling_seed"]) == [r["seed"] for r in va["extra_info"]]
     assert "turngym_sampling_seed" not in tr.columns  # GRPO's samples of one seed must differ
-
-
-def test_one_env_per_kind_renders_the_openings_a_fresh_env_per_episode_does():
-    """Every env of the shipped env groups: reusing one env across seeds (as the dataset build does)
-    opens each episode as the agent loop's fresh env does, whatever was reset before it."""
-    from omegaconf import OmegaConf
-
-    import envs
-    from trainer.compose import CONFIG_DIR
-    from trainer.datasets import opening_prompts
-
-    kinds = sorted(
-        {
-            (str(e.id), json.dumps(OmegaConf.to_container(e.get("kwargs", {})) or {}, sort_keys=True))
-            for group in sorted((CONFIG_DIR / "env").glob("*.yaml"))
-            for e in OmegaConf.load(group).get("mixture") or []
-        }
-    )
-    assert len(kinds) >= 15
-    # Seeds out of order and repeated, kinds interleaved: the reused env has played other episodes.
-    episodes = [(env_id, seed, json.loads(kw)) for seed in (5, 0, 5, 2) for env_id, kw in kinds]
-    reused = opening_prompts(episodes)
-    for (env_id, seed, kwargs), prompt in zip(episodes, reused, strict=True):
-        env = envs.make(env_id, **kwargs)
-        try:
-            fresh, _ = env.reset(seed=seed)
-        finally:
-            env.close()
-        assert prompt == [{"role": m["role"], "content": m.get("content") or ""} for m in fresh], (
-            env_id,
-            seed,
-        )
