@@ -1,8 +1,9 @@
 """SGLangEngine: a client of SGLang's native `POST /generate` (input ids in, ids + logprobs out).
 
 Works against `sglang serve` in its own process and environment, or `python -m rollout.serve`.
-Transport failures (connection refused/reset, timeouts) are retried with backoff; HTTP error
-statuses are not, since the same request would fail the same way.
+Transport failures (connection refused/reset, timeouts) are retried with backoff, and so is a busy
+server's 429/503 with `Retry-After` (the request was refused before it ran); other HTTP error statuses
+are not, since the same request would fail the same way.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class SGLangEngine:
         backoff: float = 0.5,
         max_connections: int = 256,
         api_key: str | None = None,
+        busy_wait_s: float = 120.0,
     ):
         self.url = url.rstrip("/")
         # SGLang's `--api-key` and `rollout.serve --token` both read `Authorization: Bearer <key>`.
@@ -104,6 +106,8 @@ class SGLangEngine:
         )
         self._clients: dict[int, httpx.AsyncClient] = {}
         self.transport_retries = 0
+        self.busy_wait_s = busy_wait_s  # seconds in all a request may wait out 429/503 + Retry-After
+        self.busy_retries = 0
 
     def _client(self) -> httpx.AsyncClient:
         # httpx clients are bound to the loop that created their pool: one per running loop.
@@ -142,7 +146,8 @@ class SGLangEngine:
 
     async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         last: Exception | None = None
-        for attempt in range(self.retries + 1):
+        attempt, waited = 0, 0.0
+        while attempt <= self.retries:
             try:
                 r = await self._client().post(path, json=payload)
             except httpx.TransportError as exc:
@@ -150,6 +155,13 @@ class SGLangEngine:
                 if attempt < self.retries:
                     self.transport_retries += 1
                     await asyncio.sleep(self.backoff * 2**attempt)
+                attempt += 1
+                continue
+            wait = _retry_after(r)
+            if wait is not None and waited + wait <= self.busy_wait_s:
+                self.busy_retries += 1
+                waited += wait
+                await asyncio.sleep(wait)
                 continue
             if r.status_code >= 400:
                 text = r.text[:500]
@@ -170,3 +182,13 @@ class SGLangEngine:
             await c.aclose()
 
     close = aclose
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds a busy server (429/503 with a numeric Retry-After) asks to wait before trying again."""
+    if response.status_code not in (429, 503):
+        return None
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None

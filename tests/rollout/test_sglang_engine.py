@@ -159,23 +159,27 @@ def test_token_and_gate_on_the_model_server(model_path, tokenizer):
     async def run():
         while not await SGLangEngine(url).ready():  # /ready is open without the token
             await asyncio.sleep(0.05)
-        keyed = SGLangEngine(url, api_key="s3cret", retries=0)
+        impatient = SGLangEngine(url, api_key="s3cret", retries=0, busy_wait_s=0)
+        patient = SGLangEngine(url, api_key="s3cret", retries=0)
         try:
             with pytest.raises(EngineRequestError, match="HTTP 401"):
                 await SGLangEngine(url, retries=0).generate("x", prompt_ids=prompt, sampling_params={})
             long = {"max_tokens": 400, "temperature": 1.0, "ignore_eos": True}
-            first = asyncio.ensure_future(keyed.generate("a", prompt_ids=prompt, sampling_params=long))
+            first = asyncio.ensure_future(patient.generate("a", prompt_ids=prompt, sampling_params=long))
             while gate.running < 1 and not first.done():
                 await asyncio.sleep(0.002)
             with pytest.raises(EngineRequestError, match="HTTP 429.*overloaded"):
-                await keyed.generate("b", prompt_ids=prompt, sampling_params={"max_tokens": 2})
-            return await first
+                await impatient.generate("b", prompt_ids=prompt, sampling_params={"max_tokens": 2})
+            # A patient client waits out the 429 (Retry-After) and gets its answer once the slot frees.
+            waited = await patient.generate("c", prompt_ids=prompt, sampling_params={"max_tokens": 2})
+            return await first, waited, patient.busy_retries
         finally:
-            await keyed.aclose()
+            await impatient.aclose()
+            await patient.aclose()
 
     try:
-        out = asyncio.run(run())
-        assert len(out.token_ids) == 400
+        out, waited, busy_retries = asyncio.run(run())
+        assert len(out.token_ids) == 400 and len(waited.token_ids) == 2 and busy_retries >= 1
     finally:
         server.should_exit = True
         thread.join(10)
