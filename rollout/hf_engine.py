@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.engine import EngineError, EngineRequestError, Generation, SamplingParams
+from rollout.gqa_attention import use_gqa_attention
 from rollout.prefix_cache import PrefixCache, PrefixEntry
 
 
@@ -160,6 +161,9 @@ class HFEngine:
             tokenizer = AutoTokenizer.from_pretrained(tokenizer)
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
+        # Left padding means every forward has a mask, and transformers' sdpa then copies each shared
+        # key/value head per query head; this attention does not (rollout/gqa_attention.py).
+        use_gqa_attention(self.model)
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
         # Prompts admitted together are prefilled in groups of similar length: a group's padding is at
