@@ -27,35 +27,41 @@ RECIPE = "start it with `ray start --head` (docs/cluster.md)"
 def cluster_address(cfg: DictConfig) -> str | None:
     """The address of the Ray cluster this run joins, or None when it starts its own Ray instance.
 
+    ``auto`` means the cluster ``ray start`` last started on this machine (the address it records in
+    Ray's temp dir). Ray's own ``auto`` would also join any Ray instance it finds running on the
+    machine, someone else's private one included; turngym resolves it here so that cannot happen.
+
     Args:
         cfg: the training config; ``ray_kwargs.ray_init.address`` wins over ``$RAY_ADDRESS``.
 
     Returns:
-        The address as given (``auto``, ``host:port`` or ``ray://host:port``), None for none or ``local``.
+        ``host:port`` (or a ``ray://`` address as given); None for none or ``local``. ConfigError when
+        ``auto`` finds no cluster.
     """
     given = OmegaConf.select(cfg, ADDRESS_KEY, default=None) or os.environ.get("RAY_ADDRESS") or None
     if given is None or str(given).strip() in ("", "local"):
         return None
-    return str(given).strip()
+    address = str(given).strip()
+    if address == "auto":
+        from ray._private.utils import get_ray_address_file, read_ray_address
+
+        found = read_ray_address()
+        if not found:
+            raise ConfigError(
+                f"{ADDRESS_KEY} / RAY_ADDRESS='auto': no cluster started with `ray start` on this machine "
+                f"({get_ray_address_file(None)} is missing); give the head's HOST:PORT, or {RECIPE}"
+            )
+        address = found
+    return address
 
 
 def _host_port(address: str) -> tuple[str, int]:
-    """``host:port`` of an address; ``auto`` is looked up the way ``ray.init`` looks it up."""
-    where = f"{ADDRESS_KEY} / RAY_ADDRESS={address!r}"
-    if address == "auto":
-        from ray._private.services import canonicalize_bootstrap_address
-
-        try:
-            found = canonicalize_bootstrap_address("auto")
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise ConfigError(f"no running Ray cluster found for {where}: {exc}; {RECIPE}") from None
-        if not found:
-            raise ConfigError(f"no running Ray cluster found on this machine for {where}; {RECIPE}")
-        address = found
     bare = address.removeprefix("ray://")
     host, sep, port = bare.rpartition(":")
     if not sep or not port.isdigit() or not host:
-        raise ConfigError(f"{where} is not host:port (e.g. 10.0.0.1:6379) or 'auto'")
+        raise ConfigError(
+            f"{ADDRESS_KEY} / RAY_ADDRESS={address!r} is not host:port (e.g. 10.0.0.1:6379) or 'auto'"
+        )
     return host.strip("[]"), int(port)
 
 
@@ -70,7 +76,7 @@ def check_cluster_reachable(cfg: DictConfig, timeout: float = CONNECT_TIMEOUT_S)
         timeout: seconds to wait for the head to accept the connection.
 
     Returns:
-        The address joined (as given), or None when the run starts its own Ray instance.
+        The address joined (``auto`` resolved), or None when the run starts its own Ray instance.
     """
     address = cluster_address(cfg)
     if address is None:
@@ -82,7 +88,7 @@ def check_cluster_reachable(cfg: DictConfig, timeout: float = CONNECT_TIMEOUT_S)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(
-            f"cannot reach the Ray cluster at {host}:{port} ({ADDRESS_KEY} / RAY_ADDRESS={address!r}): "
+            f"cannot reach the Ray cluster at {host}:{port} ({ADDRESS_KEY} / RAY_ADDRESS): "
             f"{reason}; {RECIPE}, or fix the address"
         ) from None
     return address

@@ -272,19 +272,21 @@ def test_two_node_run_places_work_on_both_nodes_and_resumes_after_sigkill(two_no
     [
         ("127.0.0.1:{closed}", "cannot reach the Ray cluster at 127.0.0.1:{closed}"),
         ("no-port-here", "is not host:port"),
+        ("auto", "no cluster started with `ray start` on this machine"),
     ],
 )
 def test_unreachable_cluster_address_is_one_line_before_anything_is_written(
     address, expected, tmp_path, monkeypatch, capsys, run_trainer
 ):
     closed = _free_ports(1)[0]  # bound and released: nothing listens there
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))  # where `ray start` records its address: nothing there
     monkeypatch.setenv("RAY_ADDRESS", address.format(closed=closed))
     out = tmp_path / "run"
     code = run_trainer(["env=guess-number", f"turngym.output_dir={out}", "trainer.nnodes=2"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and expected.format(closed=closed) in err[0], err
-    assert "ray start --head" in err[0] or "e.g. 10.0.0.1:6379" in err[0]
+    assert "ray start --head" in err[0] or "e.g. 10.0.0.1:6379" in err[0]  # what to do
     assert not out.exists()
 
 
