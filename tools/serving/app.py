@@ -68,6 +68,16 @@ def make_app(
 
     Returns:
         The app (serve it with `run_server`).
+
+    Example (Starlette's in-process test client, no socket):
+        >>> from starlette.testclient import TestClient
+        >>> async def hello(request):
+        ...     return {"hello": request.query_params.get("name", "world")}
+        >>> client = TestClient(make_app([("GET", "/hello", hello)], token="s3cret"))
+        >>> client.get("/hello", headers={"authorization": "Bearer s3cret"}).json()
+        {'hello': 'world'}
+        >>> client.get("/hello").json()["error"]["code"], client.get("/nowhere").status_code
+        ('unauthorized', 404)
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
