@@ -10,6 +10,7 @@ verl's server manager; the episode logic is `rollout.episode.run_episode`, share
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from typing import Any
@@ -66,7 +67,13 @@ class TurnGymAgentLoop(AgentLoopBase):
             # A bad row or env id fails this sample, not the batch.
             row = EpisodeRow.from_row(kwargs)
             env_id, seed = row.env_id, row.seed
-            env = envs.make(env_id, **{**row.play_kwargs(), **self.env_servers})
+            play_kwargs = {**row.play_kwargs(), **self.env_servers}
+            if self.env_servers:
+                # Opening a session is an HTTP call (a hung server holds it until the timeout): keep
+                # the other episodes of this worker's event loop going meanwhile.
+                env = await asyncio.to_thread(envs.make, env_id, **play_kwargs)
+            else:
+                env = envs.make(env_id, **play_kwargs)
             traj = await run_episode(
                 env,
                 self.server_manager,
@@ -85,7 +92,10 @@ class TurnGymAgentLoop(AgentLoopBase):
         finally:
             if env is not None:
                 with contextlib.suppress(Exception):
-                    env.close()
+                    if self.env_servers:  # closing a session is an HTTP call too
+                        await asyncio.to_thread(env.close)
+                    else:
+                        env.close()
         traj.extra_fields.update(failover_fields(env))
         return trajectory_to_output(traj, self.tokenizer, self.episode_config.max_prompt_tokens)
 
