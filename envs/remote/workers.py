@@ -153,7 +153,8 @@ def serve_workers(args: argparse.Namespace) -> int:
         The exit status.
     """
     settings = worker_settings(args)
-    listener = socket.create_server((args.host, args.port), backlog=2048, reuse_port=False)
+    family = socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    listener = socket.create_server((args.host, args.port), family=family, backlog=2048)
     listener.setblocking(False)
     folder = tempfile.mkdtemp(prefix="turngym-env-workers-")
     settings["sockets"] = [os.path.join(folder, f"w{i}.sock") for i in range(args.workers)]
