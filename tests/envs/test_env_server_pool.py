@@ -61,8 +61,10 @@ def steady_servers():
 def two_servers():
     """Two servers a test may kill or stop."""
     started = [_serve(), _serve()]
-    yield [url for url, _ in started], [proc for _, proc in started]
-    for _, proc in started:
+    procs = [proc for _, proc in started]
+    # The same list the test gets: a server a test starts again in a slot is stopped here too.
+    yield [url for url, _ in started], procs
+    for proc in procs:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGCONT)
         stop_server(proc)
