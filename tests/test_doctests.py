@@ -244,16 +244,10 @@ def test_an_example_needing_a_missing_extra_skips_with_the_pip_line(monkeypatch:
 
 # The public API: each object's docstring (a class's together with its __init__'s) has `Args:` naming
 # every parameter, `Returns:` when it returns something, and at least one `>>> ` example.
-_OTHERS = pytest.mark.xfail(
-    strict=False, reason="written in another part of issue 26 (env contract, one step path)"
-)
 PUBLIC_API = [
-    pytest.param("envs.make", marks=_OTHERS),
-    pytest.param("envs.TextEnv", marks=_OTHERS),
-    *[
-        pytest.param(f"envs.wrappers.{name}", marks=_OTHERS)
-        for name in importlib.import_module("envs.wrappers").__all__
-    ],
+    "envs.make",
+    "envs.TextEnv",
+    *[f"envs.wrappers.{name}" for name in importlib.import_module("envs.wrappers").__all__],
     "tools.Tool",
     "tools.tool",
     "tools.ToolRegistry",
@@ -306,8 +300,7 @@ def _parameters(obj) -> list[str]:
 
 def test_public_api_lists_objects_that_exist():
     assert len(PUBLIC_API) >= 10
-    for entry in PUBLIC_API:
-        name = entry if isinstance(entry, str) else entry.values[0]
+    for name in PUBLIC_API:
         assert callable(resolve(name)), name
 
 
