@@ -70,7 +70,7 @@ def turn_cap(env_id: str, override: int | None) -> int:
 
 
 def tools_hidden(env_id: str, tokenizer: Any) -> bool:
-    """Whether `env_id` has tools that the chat template leaves out of the prompt (a template without tools)."""
+    """Whether `env_id` has tools that the chat template itself does not render (the rollout lists them)."""
     import envs
 
     env = envs.make(env_id)
@@ -172,7 +172,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         )
     if any(r.get("tools_hidden") for r in rows):
         lines.append(
-            "\n† the env has tools, but the model's chat template renders none: the prompt does not show them"
+            "\n† the env has tools and the model's chat template renders none: the rollout lists them in the "
+            "system message (hermes <tool_call> format, rollout/tool_prompt.py)"
         )
     return "\n".join(lines)
 
