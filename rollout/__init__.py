@@ -1,4 +1,4 @@
-"""turngym rollout: engines, token-exact multi-turn episodes, verl agent loop, DataProto output.
+"""turngym rollout: engines, token-exact multi-turn episodes (trajectories), the verl agent loop, standalone DataProto export.
 
 Heavy modules (torch, transformers, verl) load on first attribute access, not at `import rollout`.
 """
