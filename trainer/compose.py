@@ -96,16 +96,20 @@ def resolve_device(requested: str) -> str:
 def compose_config(overrides: list[str] | None = None) -> DictConfig:
     """The full training config for these command-line overrides, validated; raises ConfigError."""
     overrides = _normalize(list(overrides or []))
+    user_keys = {_split(o)[0] for o in overrides}
+    if "platform" not in user_keys:
+        # The platform's own keys (e.g. fsdp_config.mixed_precision on CPU) can then be overridden
+        # like any other: composed without it, Hydra refuses them as unknown.
+        requested = next((v for o in overrides for k, v in [_split(o)] if k == "trainer.device"), "auto")
+        device = resolve_device(str(requested))
+        overrides = [f"platform={'cpu' if device == 'cpu' else 'gpu'}", *overrides]
     first = _compose(overrides)
     if any(o.startswith("+") and not _split(o)[0].startswith(OPEN_KEY_PREFIXES) for o in overrides):
         message = _unknown_key(overrides, plus_only=True)  # '+key' composes even when it is a typo
         if message:
             raise ConfigError(message)
     device = resolve_device(str(first.trainer.device))
-    user_keys = {_split(o)[0] for o in overrides}
     final_overrides = list(overrides)
-    if "platform" not in user_keys:
-        final_overrides.insert(0, f"platform={'cpu' if device == 'cpu' else 'gpu'}")
     if "trainer.device" not in user_keys:
         final_overrides.append(f"trainer.device={device}")
     preset = model_preset(first.turngym.model)

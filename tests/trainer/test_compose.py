@@ -58,6 +58,18 @@ def test_verl_keys_stay_overridable():
     assert cfg.data.train_batch_size == 4 and cfg.trainer.save_freq == 3
 
 
+def test_keys_the_platform_adds_are_overridable_and_their_typos_named():
+    """fsdp_config.mixed_precision exists only through platform/cpu.yaml: it overrides like verl's own keys."""
+    key = "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype"
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu", f"{key}=bf16"])
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == "bf16"
+    assert cfg.actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype == "fp32"
+    with pytest.raises(ConfigError, match=f"did you mean {key}"):
+        compose_config(
+            ["env=guess-number", "trainer.device=cpu", f"{key.replace('precision', 'precison')}=bf16"]
+        )
+
+
 def test_model_shortcut():
     cfg = compose_config(["env=text-game", "trainer.device=cpu", "model=/models/x"])
     assert cfg.actor_rollout_ref.model.path == "/models/x"
