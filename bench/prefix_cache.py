@@ -37,7 +37,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model", default="smollm2-135m-instruct", help="named model, gguf:<file>, HF dir or 'embedded'"
     )
     p.add_argument("--env", default="guess-number-v0")
-    p.add_argument("--env-kwargs", default="difficulty=easy", help="comma-separated KEY=VALUE for envs.make")
+    p.add_argument(
+        "--env-kwargs",
+        default="difficulty=easy,action_tool=false",
+        help="comma-separated KEY=VALUE for envs.make",
+    )
     p.add_argument(
         "--n", type=int, default=32, help="episodes per run (default 32: one make train-real step)"
     )
@@ -52,14 +56,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def env_kwargs(text: str) -> dict[str, str]:
-    """`KEY=VALUE,KEY=VALUE` as a dict (values stay strings; envs coerce them)."""
-    out: dict[str, str] = {}
+def env_kwargs(text: str) -> dict[str, object]:
+    """`KEY=VALUE,KEY=VALUE` as a dict, each value read as YAML (`false` is a bool, `7` an int)."""
+    import yaml
+
+    out: dict[str, object] = {}
     for part in filter(None, (x.strip() for x in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
             raise SystemExit(f"prefix_cache: --env-kwargs wants KEY=VALUE, got {part!r}")
-        out[key] = value
+        out[key] = yaml.safe_load(value)
     return out
 
 
