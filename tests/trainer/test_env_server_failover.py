@@ -120,8 +120,10 @@ def test_training_survives_a_killed_and_a_hung_env_server(tmp_path):
     replayed = [r["turngym/episodes_replayed"] for r in records]
     failed = [r["turngym/episodes_failed"] for r in records]
     print(f"\nreplayed per step {replayed}, failed per step {failed}")
-    # Every episode the dead or hung server held moved to the live one; none was lost.
-    assert replayed[0] >= 1 and replayed[1] >= 1, (replayed, failed)
+    # Every episode the dead or hung server held moved to the live one; none was lost. The kill can land
+    # after the episodes it saw on that server made their last request, so a step may replay none
+    # (seen once in CI: [0, 2]); across both steps at least one replay must have happened.
+    assert sum(replayed) >= 1, (replayed, failed)
     assert failed == [0.0, 0.0], (replayed, failed)
     assert "[turngym] step 2/2" in output
 
