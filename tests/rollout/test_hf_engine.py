@@ -251,29 +251,20 @@ def test_bench_runs_and_fp32_engines_match_generate(model_path):
 def _turns(engine, prompts, follow_ups, temperature=0.0, max_tokens=6):
     """Two turns per prompt: generate, then prompt + the generated ids + a follow-up, generated again."""
 
+    params = {"temperature": temperature, "max_tokens": max_tokens}
+
+    async def turn(tag, batch):
+        return await asyncio.gather(
+            *[
+                engine.generate(f"{tag}{i}", prompt_ids=p, sampling_params={**params, "seed": i})
+                for i, p in enumerate(batch)
+            ]
+        )
+
     async def go():
-        first = await asyncio.gather(
-            *[
-                engine.generate(
-                    f"a{i}",
-                    prompt_ids=p,
-                    sampling_params={"temperature": temperature, "max_tokens": max_tokens, "seed": i},
-                )
-                for i, p in enumerate(prompts)
-            ]
-        )
+        first = await turn("a", prompts)
         second_prompts = [p + o.token_ids + f for p, o, f in zip(prompts, first, follow_ups, strict=True)]
-        second = await asyncio.gather(
-            *[
-                engine.generate(
-                    f"b{i}",
-                    prompt_ids=p,
-                    sampling_params={"temperature": temperature, "max_tokens": max_tokens, "seed": i},
-                )
-                for i, p in enumerate(second_prompts)
-            ]
-        )
-        return second_prompts, first, second
+        return second_prompts, first, await turn("b", second_prompts)
 
     return asyncio.run(go())
 
