@@ -91,14 +91,98 @@ class Trajectory:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Trajectory:
-        """Inverse of `to_dict`."""
+        """Inverse of `to_dict`; a field of the wrong type raises TypeError naming it.
+
+        A trajectories file may come from anyone (a shared JSONL opened in `rollout.view`), so each
+        field is checked against its type before it becomes an attribute.
+        """
+        if not isinstance(d, dict):
+            raise TypeError(f"a trajectory must be a JSON object, got {type(d).__name__}")
         d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        d["turns"] = [TurnRecord(**t) for t in d.get("turns", [])]
+        for key, value in d.items():
+            if key != "turns":
+                _check_field(key, value, _TRAJECTORY_TYPES[key])
+        turns = d.get("turns", [])
+        if not isinstance(turns, list):
+            raise TypeError(f"turns must be a list, got {type(turns).__name__}")
+        d["turns"] = [_turn_from_dict(t, i) for i, t in enumerate(turns)]
         return cls(**d)
 
     def to_json(self) -> str:
         """One JSON line."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "mask":
+        return value in (0, 1) and not isinstance(value, bool)
+    return isinstance(value, {"str": str, "bool": bool, "dict": dict}[kind])
+
+
+def _check_field(key: str, value: Any, kind: str) -> None:
+    optional = kind.endswith("?")
+    kind = kind.rstrip("?")
+    if optional and value is None:
+        return
+    if kind.startswith("list["):
+        item = kind[5:-1]
+        if isinstance(value, list) and all(_is(v, item) for v in value):
+            return
+        expected = f"a list of {item}s"
+    elif _is(value, kind):
+        return
+    else:
+        expected = f"a {kind}"
+    got = repr(value)
+    raise TypeError(
+        f"{key} must be {expected}{' or null' if optional else ''}, got {got[:60]}{'...' if len(got) > 60 else ''}"
+    )
+
+
+def _turn_from_dict(turn: Any, index: int) -> TurnRecord:
+    if not isinstance(turn, dict):
+        raise TypeError(f"turns[{index}] must be an object, got {type(turn).__name__}")
+    unknown = sorted(set(turn) - set(_TURN_TYPES))
+    if unknown:
+        raise TypeError(f"turns[{index}] has unknown field(s) {', '.join(map(str, unknown))[:80]}")
+    for key, value in turn.items():
+        _check_field(f"turns[{index}].{key}", value, _TURN_TYPES[key])
+    return TurnRecord(**turn)
+
+
+# What each field of a JSON line must hold ("?": may be null), checked by `Trajectory.from_dict`.
+_TURN_TYPES = {
+    "start": "int",
+    "end": "int",
+    "reward": "number",
+    "stop_reason": "str?",
+    "tool_calls": "int",
+    "tool_errors": "int",
+    "parse_errors": "int",
+    "format_error": "str?",
+    "env_tokens": "int",
+}
+_TRAJECTORY_TYPES = {
+    "prompt_ids": "list[int]",
+    "response_ids": "list[int]",
+    "loss_mask": "list[mask]",
+    "logprobs": "list[number]",
+    "messages": "list[dict]",
+    "tools": "list[dict]",
+    "env_id": "str?",
+    "seed": "int?",
+    "group": "str?",
+    "termination": "str",
+    "success": "bool?",
+    "failed": "bool",
+    "error": "str?",
+    "metrics": "dict",
+    "extra_fields": "dict",
+}
 
 
 class TrajectoryBatch(list):

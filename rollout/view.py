@@ -9,6 +9,8 @@ it on every line), else ``--tokenizer``, else the embedded tiny model's.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import math
@@ -31,6 +33,18 @@ body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}
 th:first-child,td:first-child{text-align:left}.index a{margin-right:.6em}.fail{color:#b00}
 """
+# A shared trajectories file is someone else's text: every field is escaped, and should one slip
+# through, the page's policy still runs no script, loads nothing and allows only this stylesheet.
+_CSP = (
+    "default-src 'none'; "
+    f"style-src 'sha256-{base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()}'; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+
+def _e(value: Any) -> str:
+    """Any field as HTML text, quotes included (it may land in an attribute)."""
+    return html.escape(str(value), quote=True)
 
 
 def _token_pieces(tokenizer: Any, ids: list[int]) -> list[str]:
@@ -54,7 +68,7 @@ def _row(name: str, trajs: list[Trajectory]) -> str:
     ok = [t for t in trajs if not t.error]
     judged = [bool(t.success) for t in ok if _judged(t)]
     cells = [
-        html.escape(name),
+        _e(name),
         str(len(trajs)),
         str(len(trajs) - len(ok)),
         f"{statistics.fmean(rewards):.3f}" if rewards else "-",
@@ -77,7 +91,7 @@ def summary_html(trajectories: list[Trajectory]) -> str:
         mark = " fail" if t.error or (_judged(t) and not t.success) else ""
         reward = t.total_reward if math.isfinite(t.total_reward) else float("nan")
         links.append(
-            f"<a class='{mark.strip()}' href='#ep{k}' title='{html.escape(str(t.env_id))} seed {t.seed}'>"
+            f"<a class='{mark.strip()}' href='#ep{k}' title='{_e(t.env_id)} seed {_e(t.seed)}'>"
             f"#{k}&nbsp;{reward:+.2f}</a>"
         )
     return (
@@ -99,8 +113,11 @@ def render_html(
     trajectories: list[Trajectory], tokenizer: Any = None, title: str = "turngym trajectories"
 ) -> str:
     """One HTML page for the given trajectories."""
-    out = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style>"]
-    out.append(f"<h1>{html.escape(title)}</h1>")
+    out = [
+        f"<!doctype html><meta charset='utf-8'><meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
+        f"<title>{_e(title)}</title><style>{_CSS}</style>"
+    ]
+    out.append(f"<h1>{_e(title)}</h1>")
     out.append(summary_html(trajectories))
     out.append("<div class='legend'><span class='p'>prompt</span><span class='g'>generated (trained)</span>")
     out.append(
@@ -110,22 +127,20 @@ def render_html(
         rewards = dict(zip(t.reward_positions, t.rewards, strict=True))
         out.append(f"<div class='ep' id='ep{k}'>")
         out.append(
-            f"<div class='head'>#{k} {html.escape(str(t.env_id))} seed={t.seed} return={t.total_reward:.3f} "
-            f"turns={t.num_turns} end={html.escape(t.termination)}"
-            + (f" success={t.success}" if t.success is not None else "")
+            f"<div class='head'>#{k} {_e(t.env_id)} seed={_e(t.seed)} return={t.total_reward:.3f} "
+            f"turns={t.num_turns} end={_e(t.termination)}"
+            + (f" success={_e(t.success)}" if t.success is not None else "")
             + "</div>"
         )
         if t.error:
-            out.append(f"<div class='meta'>error: {html.escape(t.error)}</div>")
+            out.append(f"<div class='meta'>error: {_e(t.error)}</div>")
         per_turn = ", ".join(f"{r:+.3f}" for r in t.rewards)
-        out.append(
-            f"<div class='meta'>per-turn rewards: [{per_turn}] · group {html.escape(str(t.group))}</div>"
-        )
+        out.append(f"<div class='meta'>per-turn rewards: [{per_turn}] · group {_e(t.group)}</div>")
         out.append("<div class='toks'>")
-        out.extend(f"<span class='p'>{html.escape(p)}</span>" for p in _token_pieces(tokenizer, t.prompt_ids))
+        out.extend(f"<span class='p'>{_e(p)}</span>" for p in _token_pieces(tokenizer, t.prompt_ids))
         for i, (p, m) in enumerate(zip(_token_pieces(tokenizer, t.response_ids), t.loss_mask, strict=True)):
             badge = f"<span class='r'>{rewards[i]:+.2f}</span>" if i in rewards else ""
-            out.append(f"<span class='{'g' if m else 'e'}'>{html.escape(p)}</span>{badge}")
+            out.append(f"<span class='{'g' if m else 'e'}'>{_e(p)}</span>{badge}")
         out.append("</div></div>")
     return "".join(out)
 
