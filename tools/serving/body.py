@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Collection
 from typing import Any
 
@@ -85,6 +86,14 @@ def parse_json_object(raw: bytes, fields: Collection[str] | None = None) -> dict
         raise RequestError(400, "bad_request", f"body is not JSON: {exc}") from None
     except RecursionError:
         raise RequestError(400, "bad_request", "body is nested too deeply to parse") from None
+    except ValueError:
+        # Python refuses int strings over `sys.get_int_max_str_digits()` (4300) digits with a plain
+        # ValueError; its own advice (raise the limit) is the server's business, not the client's.
+        raise RequestError(
+            400,
+            "bad_request",
+            f"body holds a number too long to read; send numbers of at most {sys.get_int_max_str_digits()} digits",
+        ) from None
     if not isinstance(body, dict):
         raise RequestError(400, "bad_request", f"body must be a JSON object, got {type(body).__name__}")
     if fields is not None:
