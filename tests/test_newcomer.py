@@ -103,6 +103,10 @@ CASES = [
     ("trainer.run", ["env=guess-number", "algorithm=grpoo"], 2, "grpo"),
     ("trainer.run", ["env=guess-number", "actor_rollout_ref.actor.optim.lrr=1e-5"], 2, "did you mean"),
     ("trainer.run", ["env=guess-number", "model=gguf:missing.gguf"], 2, "no such file"),
+    # env.kwargs.* with a group apply to every env of it, so a bad value is refused like with env.id.
+    ("trainer.run", ["env=guess-number", "env.kwargs.tools=tools.yaml"], 2, "entry: calculater"),
+    ("trainer.run", ["env=guess-number", "env.kwargs.difficulty=impossible"], 2, "unknown difficulty"),
+    ("trainer.run", ["env=text-game", "env.kwargs.secret=7"], 2, "env.id=guess-number-v0 env.kwargs."),
 ]
 
 
@@ -144,6 +148,24 @@ def test_eval_save_into_a_missing_folder_creates_it_and_keeps_every_episode(worl
     assert rollout_eval.cli(argv) == 0
     assert len(load_jsonl(str(target))) == 2
     TABLE.append(("python -m rollout.eval env=guess-number-v0 n=2 --save runs/today/traj.jsonl", "works", 0))
+
+
+def test_env_kwargs_with_a_group_apply_to_every_env_of_it(world):
+    """`env=guess-number env.kwargs.tools=my_tools.yaml` (docs/tools.md) trained without the tools."""
+    from trainer.compose import compose_config, env_entries
+    from trainer.run_checks import run_identity
+
+    (world["cwd"] / "my_tools.yaml").write_text("tools:\n  - entry: calculator\n")
+    cfg = compose_config(["env=text-game", "env.kwargs.difficulty=hard", "env.kwargs.tools=my_tools.yaml"])
+    entries = env_entries(cfg)
+    assert [e["id"] for e in entries] == ["guess-number-v0", "wordle-v0", "maze-v0", "tic-tac-toe-v0"]
+    assert all(e["kwargs"] == {"difficulty": "hard", "tools": "my_tools.yaml"} for e in entries)
+    cfg = compose_config(["env=guess-number", "env.kwargs.tools=my_tools.yaml", "env.kwargs.difficulty=hard"])
+    # The group file's own kwargs stay unless env.kwargs names them (env.difficulty, easy on CPU, yields
+    # to env.kwargs.difficulty); run.json records what is used.
+    used = {"action_tool": False, "tools": "my_tools.yaml", "difficulty": "hard"}
+    assert run_identity(cfg)["env"][0]["kwargs"] == used
+    TABLE.append(("python -m trainer.run env=guess-number env.kwargs.tools=my_tools.yaml", "works", 0))
 
 
 def test_ctrl_c_in_training_is_one_line_with_the_resume_hint(world, capsys, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -175,6 +176,7 @@ def check_config(cfg: DictConfig) -> None:
             )
         if entry["weight"] <= 0:
             raise ConfigError(f"env {entry['id']!r} has weight {entry['weight']}; weights must be > 0")
+    check_env_kwargs(cfg, entries)
     if cfg.trainer.device not in ("cpu", "cuda", "npu"):
         raise ConfigError(f"trainer.device={cfg.trainer.device!r}; valid choices: auto, cpu, cuda, npu")
     if int(cfg.trainer.total_training_steps) < 1:
@@ -183,6 +185,32 @@ def check_config(cfg: DictConfig) -> None:
 
     check_registry_values(cfg)
     check_warm_start(cfg)
+
+
+def check_env_kwargs(cfg: DictConfig, entries: list[dict]) -> None:
+    """Every env of the mixture can be built with its kwargs (``env.kwargs.*`` included); ConfigError in
+    one line naming the env, the kwargs and, for a group, how to give kwargs to one env alone."""
+    import envs
+    from tools.cli_errors import one_line
+
+    given = OmegaConf.to_container(cfg.env.kwargs) or {}
+    for entry in entries:
+        try:
+            envs.make(entry["id"], **entry["kwargs"]).close()
+        except Exception as exc:  # noqa: BLE001 - any constructor error is the user's setting, in one line
+            where = (
+                "" if cfg.env.id else f" (group {cfg.env.name}; env.kwargs.* apply to every env of a group)"
+            )
+            alone = (
+                f"; for one env alone use env.id={entry['id']} env.kwargs.<key>=<value>"
+                if given and not cfg.env.id
+                else ""
+            )
+            raise ConfigError(
+                f"env {entry['id']}{where} cannot be built with kwargs "
+                f"{json.dumps(entry['kwargs'], sort_keys=True, default=str)}: "
+                f"{one_line(exc)}{alone}"
+            ) from None
 
 
 WARM_START_ENGINES = ("auto", "verl", "torch")
@@ -248,19 +276,20 @@ def check_warm_start(cfg: DictConfig) -> None:
 def env_entries(cfg: DictConfig) -> list[dict]:
     """The episode mixture: ``[{id, weight, kwargs}]`` from env.id or the group's mixture.
 
-    ``env.difficulty`` is added to the kwargs of every env that has difficulty levels (games),
-    unless the entry sets its own.
+    ``env.kwargs.*`` apply to every env of the mixture, over the group file's own kwargs for it (as they
+    apply to every row of a user's own dataset); ``check_env_kwargs`` refuses a mixture member that
+    cannot be built with them. ``env.difficulty`` is added to the kwargs of every env that has
+    difficulty levels (games), unless the entry sets its own.
     """
+    operator = OmegaConf.to_container(cfg.env.kwargs) or {}
     if cfg.env.id:
-        entries = [
-            {"id": str(cfg.env.id), "weight": 1.0, "kwargs": OmegaConf.to_container(cfg.env.kwargs) or {}}
-        ]
+        entries = [{"id": str(cfg.env.id), "weight": 1.0, "kwargs": dict(operator)}]
     else:
         entries = [
             {
                 "id": str(e.id),
                 "weight": float(e.get("weight", 1.0)),
-                "kwargs": OmegaConf.to_container(e.get("kwargs", {})) or {},
+                "kwargs": {**(OmegaConf.to_container(e.get("kwargs", {})) or {}), **operator},
             }
             for e in cfg.env.mixture
         ]
