@@ -38,15 +38,33 @@ def worker_of(session_id: str) -> tuple[int, str] | None:
 class SessionRouting:
     """ASGI middleware: worker-named session ids outside, the app's own inside; other workers' passed on.
 
+    A request passed on is checked here first, as the app would check it: the token, then the body's
+    size cap and deadline while it is read. The worker it goes to checks them again, but only once this
+    one has read the whole body, so without these checks a client could make a worker buffer any amount,
+    or hold it for ever, without a token.
+
     Args:
         app: the env server's app.
         index: this worker's index.
         sockets: every worker's Unix socket path, by index (requests for a session of worker i go to
             `sockets[i]`).
+        token: the server's token (None: no token).
+        max_body_bytes: the largest request body passed on (413 beyond).
+        body_timeout_s: seconds to receive a body passed on (408 beyond).
     """
 
-    def __init__(self, app: Any, index: int, sockets: list[str]):
+    def __init__(
+        self,
+        app: Any,
+        index: int,
+        sockets: list[str],
+        *,
+        token: str | None = None,
+        max_body_bytes: int = 16 << 20,
+        body_timeout_s: float = 30.0,
+    ):
         self.app, self.index, self.sockets = app, index, sockets
+        self.token, self.max_body_bytes, self.body_timeout_s = token, max_body_bytes, body_timeout_s
         self._peers: dict[int, Any] = {}
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -90,17 +108,27 @@ class SessionRouting:
         return json.dumps(data).encode()
 
     async def _pass_on(self, owner: int, scope: dict, receive: Any, send: Any) -> None:
-        """Relay the request to worker `owner` over its Unix socket and its answer back."""
-        import httpx
+        """Relay the request to worker `owner` over its Unix socket and its answer back.
 
-        chunks = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
+        The token is checked before any of the body is read, and the body is read under the app's cap
+        and deadline (`read_body`), so a relayed request costs no more than one the app reads itself.
+        """
+        import httpx
+        from starlette.requests import Request
+
+        from envs.remote.wire import to_json
+        from tools.serving import RequestError, check_token, json_response, read_body
+
+        request = Request(scope, receive)
+        try:
+            check_token(request.headers.get("authorization", ""), self.token)
+            content = await read_body(request, self.max_body_bytes, self.body_timeout_s)
+        except RequestError as exc:
+            if exc.status == 499:  # the client is gone: nobody to answer
                 return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
+            return await json_response(exc.body, exc.status, exc.headers, encode=to_json)(
+                scope, receive, send
+            )
         client = self._peers.get(owner)
         if client is None:
             transport = httpx.AsyncHTTPTransport(uds=self.sockets[owner])
@@ -109,7 +137,7 @@ class SessionRouting:
         query = scope.get("query_string") or b""
         url = f"http://worker{scope['path']}" + (f"?{query.decode()}" if query else "")
         try:
-            answer = await client.request(scope["method"], url, headers=headers, content=b"".join(chunks))
+            answer = await client.request(scope["method"], url, headers=headers, content=content)
             status, body = answer.status_code, answer.content
             out = [(k, v) for k, v in answer.headers.raw if k.lower() not in _RECOMPUTED]
         except httpx.TransportError as exc:
@@ -167,7 +195,14 @@ async def _serve(settings: dict[str, Any], control: socket.socket) -> None:
     import uvicorn
 
     index, sockets = settings["index"], settings["sockets"]
-    app = SessionRouting(build_app(settings), index, sockets)
+    app = SessionRouting(
+        build_app(settings),
+        index,
+        sockets,
+        token=settings["token"],
+        max_body_bytes=int(settings["max_body_mb"] * 1024 * 1024),
+        body_timeout_s=settings["body_timeout_s"],
+    )
     config = uvicorn.Config(
         app,
         uds=sockets[index],

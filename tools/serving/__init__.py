@@ -10,8 +10,8 @@ The pieces they share, one of each:
   body that is not one JSON object (or has a field the route does not take).
 - `RequestError` / `error_body` (`errors.py`): every failure is `{"error": {"code", "message"}}` with
   one code per condition, the same on all three servers.
-- `make_app` / `json_response` (`app.py`): routes with the bearer-token check and JSON errors for
-  refusals, unknown routes and bugs.
+- `make_app` / `json_response` / `check_token` (`app.py`): routes with the bearer-token check and JSON
+  errors for refusals, unknown routes and bugs; the same token check for a process relaying requests.
 - `add_server_args` / `server_settings` / `run_server` (`cli.py`): `--host`, `--port`, `--token`
   (required beyond loopback), the gate and body limits, and uvicorn.
 
@@ -27,7 +27,7 @@ when an app is built or run.
 
 from __future__ import annotations
 
-from tools.serving.app import json_response, make_app, plain_json
+from tools.serving.app import check_token, json_response, make_app, plain_json
 from tools.serving.body import parse_json_object, read_body
 from tools.serving.cli import add_server_args, is_loopback, run_server, server_settings
 from tools.serving.errors import RequestError, error_body
@@ -37,6 +37,7 @@ __all__ = [
     "AdmissionGate",
     "RequestError",
     "add_server_args",
+    "check_token",
     "error_body",
     "is_loopback",
     "json_response",

@@ -40,6 +40,31 @@ def json_response(
     return Response(encode(content), status_code=status, media_type="application/json", headers=headers)
 
 
+def check_token(authorization: str, token: str | None) -> None:
+    """Refuse (401 `unauthorized`) an `Authorization` header that is not `Bearer <token>`; None: no token set.
+
+    The one token check of every server and of anything relaying to one (a `--workers` worker passing a
+    request to another), so a request is authenticated by the first process that reads it.
+
+    Args:
+        authorization: the request's `Authorization` header ("" when absent).
+        token: the server's token, or None when it takes every caller.
+
+    Example:
+        >>> check_token("Bearer s3cret", "s3cret"), check_token("", None)
+        (None, None)
+        >>> try:
+        ...     check_token("Bearer guess", "s3cret")
+        ... except RequestError as exc:
+        ...     print(exc.status, exc.code)
+        401 unauthorized
+    """
+    if token is None:
+        return
+    if not hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
+        raise RequestError(401, "unauthorized", "missing or wrong token (Authorization: Bearer ...)")
+
+
 def make_app(
     routes: Iterable[tuple[str, str, Handler]],
     *,
@@ -84,7 +109,6 @@ def make_app(
     from starlette.responses import Response
     from starlette.routing import Route
 
-    expected = f"Bearer {token}".encode() if token is not None else None
     render = error_body or (lambda exc: exc.body)
 
     def refuse(exc: RequestError) -> Any:
@@ -92,14 +116,11 @@ def make_app(
 
     def guarded(handler: Handler) -> Handler:
         async def endpoint(request: Any) -> Any:
-            if expected is not None and request.url.path not in open_paths:
-                given = request.headers.get("authorization", "").encode()
-                if not hmac.compare_digest(given, expected):
-                    return refuse(
-                        RequestError(
-                            401, "unauthorized", "missing or wrong token (Authorization: Bearer ...)"
-                        )
-                    )
+            if token is not None and request.url.path not in open_paths:
+                try:
+                    check_token(request.headers.get("authorization", ""), token)
+                except RequestError as exc:
+                    return refuse(exc)
             try:
                 result = await handler(request)
             except RequestError as exc:
