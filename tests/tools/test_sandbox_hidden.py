@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from installed_wheel import REPO, deps_env, installed_wheel
 
+from tools.sandbox import hidden
 from tools.sandbox.bwrap import bwrap_path
 from tools.sandbox.hidden import hidden_paths
 
@@ -117,3 +118,81 @@ def test_walk_finds_installs_checkouts_caches_and_archives(tmp_path: Path):
         str(tmp_path / "pycache/usr/lib/python3/dist-packages/envs"),
     }
     assert found.files == (str(tmp_path / "wheels/turngym-0.1.0-py3-none-any.whl"),)
+
+
+LATE_SECRET = "turngym-late-install-secret-7d2e41"
+READ = r"""
+import sys
+path = sys.stdin.read()
+try:
+    print(open(path).read())
+except OSError as exc:
+    print('unreadable', type(exc).__name__)
+"""
+
+
+def test_an_install_made_after_the_first_sandbox_is_hidden_from_the_next():
+    """The attack: a process starts a sandbox (the walk runs), then turngym is installed under /usr;
+    the same process's next sandbox must not read the new copy's hidden tests."""
+    from tools.sandbox import LocalSandbox
+
+    box = LocalSandbox(timeout_s=60)
+    late = Path(f"/usr/local/lib/turngym-late-install-{os.getpid()}")
+    secret = late / "lib/python3.11/site-packages/envs/code/data/problems.jsonl"
+    try:
+        first = box.run(READ, stdin=str(secret))
+        assert first.status == "ok" and "unreadable" in first.stdout, first
+        secret.parent.mkdir(parents=True)
+        (secret.parents[2] / "__init__.py").write_text("")
+        secret.write_text(LATE_SECRET)
+        for path in [late, *secret.parents[: len(secret.relative_to(late).parts) - 1]]:
+            path.chmod(0o755)
+        secret.chmod(0o644)
+        # The control: the file is there and readable to anyone outside the sandbox.
+        assert secret.read_text() == LATE_SECRET
+        second = box.run(READ, stdin=str(secret))
+    finally:
+        subprocess.run(["rm", "-rf", str(late)], check=False)
+    assert second.status == "ok", second
+    assert LATE_SECRET not in second.stdout and "unreadable" in second.stdout
+
+
+def _backdate(root: Path) -> None:
+    # Directories last changed an hour ago, as on a settled system: the walk is then reused.
+    for path in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        os.utime(path, (1e9, 1e9))
+
+
+@pytest.fixture(params=["inotify", "mtimes"])
+def change_check(request, monkeypatch):
+    """Both ways a walk notices a change: inotify, and the mtimes used when the watch limit is reached."""
+    hidden.clear_cache()
+    if request.param == "mtimes":
+        monkeypatch.setattr(hidden, "_new_watch", lambda: None)
+    yield request.param
+    hidden.clear_cache()
+
+
+def test_walk_sees_a_copy_added_after_the_first_walk_and_one_removed(tmp_path: Path, change_check):
+    (tmp_path / "deep/a/b/site-packages/other").mkdir(parents=True)
+    _backdate(tmp_path)
+    assert hidden_paths((str(tmp_path),)).dirs == ()
+    (tmp_path / "deep/a/b/site-packages/envs/repo_fix").mkdir(parents=True)
+    assert hidden_paths((str(tmp_path),)).dirs == (str(tmp_path / "deep/a/b/site-packages/envs"),)
+    _backdate(tmp_path)
+    assert hidden_paths((str(tmp_path),)).dirs == (str(tmp_path / "deep/a/b/site-packages/envs"),)
+    (tmp_path / "deep/a/b/turngym-0.2.tar.gz").write_bytes(b"")
+    assert hidden_paths((str(tmp_path),)).files == (str(tmp_path / "deep/a/b/turngym-0.2.tar.gz"),)
+    _backdate(tmp_path)
+    subprocess.run(["rm", "-rf", str(tmp_path / "deep/a/b/site-packages/envs")], check=True)
+    assert hidden_paths((str(tmp_path),)).dirs == ()
+
+
+def test_an_unchanged_tree_is_walked_once(tmp_path: Path, monkeypatch, change_check):
+    (tmp_path / "site-packages/envs/code").mkdir(parents=True)
+    _backdate(tmp_path)
+    first = hidden_paths((str(tmp_path),))
+    walks = []
+    real_scan = hidden._scan
+    monkeypatch.setattr(hidden, "_scan", lambda roots: walks.append(roots) or real_scan(roots))
+    assert hidden_paths((str(tmp_path),)) == first and walks == []
