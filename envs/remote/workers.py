@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -124,6 +125,63 @@ def route(head: bytes, workers: int, turn: int) -> int | None:
     return turn % workers
 
 
+# accept() errors that mean this process (or the system) has no descriptor or buffer to spare.
+_OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+class _Shedder:
+    """What the front does when `accept` finds no descriptor free: shed a connection instead of dying.
+
+    The oldest connection still waiting for its request line is closed first: a client that connects
+    and sends nothing (idle, or an attack) gives its descriptor to the next one, while a client that
+    sends its request at once is handed to a worker within one turn and rarely waits. With nothing
+    waiting, a spare descriptor held for the purpose is closed to accept the next connection and close
+    it at once, so the listener's backlog drains instead of staying readable in a busy loop.
+    """
+
+    def __init__(self, selector: selectors.BaseSelector):
+        self.selector = selector
+        self.spare: int | None = self._spare()
+        self.shed_total = 0
+        self._said = 0.0
+
+    @staticmethod
+    def _spare() -> int | None:
+        try:
+            return os.open(os.devnull, os.O_RDONLY)
+        except OSError:
+            return None
+
+    def shed(self, listener: socket.socket, waiting: dict[socket.socket, float], partial: set) -> bool:
+        """Free a descriptor by shedding one connection; False when none could be freed (try later)."""
+        if waiting:
+            oldest = next(iter(waiting))
+            del waiting[oldest]
+            if oldest in partial:
+                partial.discard(oldest)
+            else:
+                self.selector.unregister(oldest)
+            oldest.close()
+        elif self.spare is not None:
+            os.close(self.spare)
+            with contextlib.suppress(OSError):
+                listener.accept()[0].close()
+            self.spare = self._spare()
+        else:
+            return False
+        self.shed_total += 1
+        now = time.monotonic()
+        if now - self._said > 10:
+            self._said = now
+            print(
+                f"envs serve: out of file descriptors; shedding the oldest idle connections "
+                f"({self.shed_total} so far): raise `ulimit -n`, or put a proxy with connection limits in front",
+                file=sys.stderr,
+                flush=True,
+            )
+        return True
+
+
 def _wait_ready(paths: list[str], workers: list[_Worker], ready_s: float = 120.0) -> None:
     import httpx
 
@@ -191,6 +249,7 @@ def _front(
     """Accept, peek, hand over; restart a worker that exited. Returns when `stopping` is set."""
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
+    shedder = _Shedder(selector)
     waiting: dict[socket.socket, float] = {}  # accepted, request line not in yet: since when
     partial: set[socket.socket] = set()  # some bytes in but not a whole request line: peeked again soon
     turn = 0
@@ -199,12 +258,20 @@ def _front(
         # A peek leaves the bytes in place, so a socket holding half a line stays readable: those are
         # taken out of the selector and peeked again every 10 ms instead of in a busy loop.
         for sock in [*ready, *[s for s in partial if s not in ready]]:
+            if sock.fileno() == -1:  # shed while accepting, earlier in this turn
+                continue
             if sock is listener:
                 while True:
                     try:
                         conn, _ = listener.accept()
                     except (BlockingIOError, InterruptedError):
                         break
+                    except OSError as exc:
+                        if exc.errno not in _OUT_OF_DESCRIPTORS or not shedder.shed(
+                            listener, waiting, partial
+                        ):
+                            break
+                        continue
                     conn.setblocking(False)
                     waiting[conn] = time.monotonic()
                     selector.register(conn, selectors.EVENT_READ)
@@ -248,4 +315,8 @@ def _front(
                     flush=True,
                 )
                 worker.stop()
-                workers[i] = _Worker(i, settings)
+                try:
+                    workers[i] = _Worker(i, settings)
+                except OSError as exc:  # out of descriptors or processes: the next turn tries again
+                    print(f"envs serve: cannot start worker {i} again ({exc}); retrying", file=sys.stderr)
+                    time.sleep(0.5)

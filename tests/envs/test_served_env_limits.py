@@ -141,3 +141,41 @@ def test_relayed_requests_with_the_token_still_reach_their_session(workers_serve
     finally:
         for env in made:
             env.close()
+
+
+# ----- --workers: a front out of file descriptors sheds connections and keeps serving ------------------
+
+FRONT_FDS = 128
+# Run `python -m envs serve` with a low descriptor limit (its workers inherit it).
+_LOW_FDS = (
+    "import resource, runpy, sys; "
+    f"resource.setrlimit(resource.RLIMIT_NOFILE, ({FRONT_FDS}, {FRONT_FDS})); "
+    "sys.argv[0] = 'envs'; runpy.run_module('envs', run_name='__main__', alter_sys=True)"
+)
+
+
+def test_a_front_out_of_descriptors_sheds_idle_connections_instead_of_dying():
+    url, proc = spawn_server(["-c", _LOW_FDS, "serve", "--workers", "2"])
+    host, port = url.rsplit("//", 1)[-1].rsplit(":", 1)
+    idle: list[socket.socket] = []
+    try:
+        # Twice the front's descriptors in connections that never send a byte (the kernel completes
+        # them from the backlog whether or not the front accepts them).
+        for _ in range(2 * FRONT_FDS):
+            idle.append(socket.create_connection((host, int(port)), timeout=15))
+        for _ in range(4):
+            health = httpx.get(f"{url}/health", timeout=30)
+            assert health.status_code == 200 and health.json()["workers"] == 2, health.text
+        assert proc.poll() is None, "the front exited"
+        env = envs.make("guess-number-v0", remote=url)
+        try:
+            assert env.reset(seed=1)[0]
+        finally:
+            env.close()
+        # Shed, not served: the oldest idle connections were closed by the front.
+        idle[0].settimeout(15)
+        assert idle[0].recv(1) == b""
+    finally:
+        for sock in idle:
+            sock.close()
+        stop_server(proc)
