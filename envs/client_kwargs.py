@@ -4,7 +4,10 @@ An env declares its client-safe kwargs in a `client_kwargs` class attribute: gam
 `difficulty`. Everything else (isolation, sandbox backends and endpoints, tool files, imports, paths,
 opponents, engines, timeouts, memory, grading) belongs to whoever runs the process: the operator of
 `python -m envs serve`, or the person running the trainer with their own config. `max_turns` and
-`format_penalty` go through too, but only to make an episode stricter: fewer turns, dearer format errors.
+`format_penalty` go through too, but only to make an episode stricter: fewer turns, dearer format errors,
+and within fixed bounds: `format_penalty` in [0, MAX_FORMAT_PENALTY] (10, ten times a full reward) and
+`max_turns` in [1, MAX_TURNS] (10000), whatever the env's own limit. An operator's own value over a
+bound stays reachable: a client may send it, never more.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ COMMON_CLIENT_KWARGS = ("tool_call_format",)
 DEFAULT_CLIENT_KWARGS = ("difficulty",)
 #: `envs.make` options a client may only tighten: a longer episode or a cheaper format error pays more.
 TIGHTEN_ONLY = ("max_turns", "format_penalty")
+#: The dearest format error a client (or a dataset row) may ask for: beyond it one bad reply outweighs any
+#: return an env pays, and 1e308 made a return -inf and GRPO advantages NaN.
+MAX_FORMAT_PENALTY = 10.0
+#: The most turns a client may ask for, also where the env sets no limit of its own.
+MAX_TURNS = 10_000
 # JSON scalars only: game-level choices are names and numbers, never objects that could carry a config.
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -97,18 +105,35 @@ def _tightened(spec: Any, key: str, value: Any, operator: Mapping[str, Any]) -> 
         limit = operator.get("max_turns", spec.max_turns)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ClientKwargError(key, f"{spec.id}: max_turns must be a whole number >= 1, got {value!r}")
+        if limit is None and value > MAX_TURNS:
+            raise ClientKwargError(
+                key,
+                f"{spec.id}: max_turns={_short(value)} is over the bound of {MAX_TURNS}; ask for fewer turns",
+            )
         if limit is not None and value > limit:
             raise ClientKwargError(
                 key,
-                f"{spec.id}: max_turns={value} is over this env's limit of {limit}; a client may only lower it",
+                f"{spec.id}: max_turns={_short(value)} is over this env's limit of {limit}; a client may only lower it",
             )
         return value
     floor = operator.get("format_penalty", spec.format_penalty)
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise ClientKwargError(key, f"{spec.id}: format_penalty must be a finite number, got {value!r}")
+        raise ClientKwargError(key, f"{spec.id}: format_penalty must be a finite number, got {_short(value)}")
     if value < floor:
         raise ClientKwargError(
             key,
             f"{spec.id}: format_penalty={value} is under this env's {floor}; a client may only raise it",
         )
+    ceiling = max(MAX_FORMAT_PENALTY, floor)
+    if value > ceiling:
+        raise ClientKwargError(
+            key,
+            f"{spec.id}: format_penalty={_short(value)} is over the bound of {ceiling}; "
+            f"send a value from {floor} to {ceiling}",
+        )
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -38,6 +38,8 @@ LAYOUT_HINT = (
 )
 
 Episode = tuple[str, int, dict]
+#: The largest seed a row may carry: what an int64 column holds (a float column once passed 1e300).
+MAX_SEED = 2**63 - 1
 
 
 def user_files(cfg: DictConfig) -> dict[str, Path]:
@@ -63,10 +65,12 @@ def _seed(value: Any, where: str) -> int:
         raise ConfigError(f"{where}: seed {value!r} is not an integer")
     try:
         seed = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"{where}: seed {value!r} is not an integer") from None
     if seed != value or seed < 0:
         raise ConfigError(f"{where}: seed {value!r} is not a non-negative integer")
+    if seed > MAX_SEED:
+        raise ConfigError(f"{where}: seed {value!r} is over {MAX_SEED}; use a seed from 0 to 2**63 - 1")
     return seed
 
 
