@@ -13,6 +13,9 @@ success fell in most GRPO runs from the earlier plain 32-step warm start (docs/t
 limit is"). Dropping the negatives removes that push; it did not make those runs learn reliably, so
 the default stays `grpo`. A large model, whose next-best tokens are sensible, is usually better served
 by plain GRPO.
+
+The GRPO part keeps trainer/valid_groups.py's rule: failed episodes and non-finite returns are left
+out of the group statistics, and a group with fewer than two valid members gets advantage 0.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
+from verl.trainer.ppo.core_algos import register_adv_est
 
 from trainer.turn_credit import algorithm_setting
+from trainer.valid_groups import grpo_over_valid
 
 POSITIVE_GRPO = "positive_grpo"
 NEGATIVE_SCALE_KEY = "negative_advantage_scale"
@@ -51,7 +55,8 @@ def compute_positive_grpo_advantage(
     norm_adv_by_std_in_grpo: bool | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """verl's GRPO ``(advantages, returns)`` with negative advantages scaled by `negative_advantage_scale`.
+    """verl's GRPO ``(advantages, returns)`` over each group's valid members, negatives scaled by
+    `negative_advantage_scale`.
 
     The two settings default to ``config.negative_advantage_scale`` (0.0) and
     ``config.norm_adv_by_std_in_grpo`` (true), read from the `config=algorithm` verl passes.
@@ -65,11 +70,5 @@ def compute_positive_grpo_advantage(
         norm_adv_by_std_in_grpo = bool(algorithm_setting(config, "norm_adv_by_std_in_grpo", True))
     if index is None:
         index = np.arange(token_level_rewards.shape[0])
-    advantages, returns = get_adv_estimator_fn("grpo")(
-        token_level_rewards=token_level_rewards,
-        response_mask=response_mask,
-        index=index,
-        norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
-        config=config,
-    )
+    advantages, returns = grpo_over_valid(token_level_rewards, response_mask, index, norm_adv_by_std_in_grpo)
     return scale_negative_advantages(advantages, scale), returns

@@ -41,9 +41,12 @@ from trainer.progress import (
 )
 from trainer.sample_objects import sample_objects
 from trainer.turn_credit import TurnAnchorsTrainerMixin  # also registers turngym's estimators in verl
+from trainer.valid_groups import ValidGroupsTrainerMixin
 
 
-class TurngymTrainer(TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainerSync):
+class TurngymTrainer(
+    ValidGroupsTrainerMixin, TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainerSync
+):
     """verl's synchronous trainer plus turngym's progress line, metrics JSONL, success rate and curriculum."""
 
     def __init__(self, config: DictConfig) -> None:

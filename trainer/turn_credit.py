@@ -18,6 +18,10 @@ with the mean and std of the GRPO group (same `uid`), each episode weighing 1 ho
 has, and placed on that turn's generated tokens (0 elsewhere). A group of single-turn episodes, or
 ``gamma = 1`` with only a final reward, gives exactly verl's GRPO advantages.
 
+Both estimators keep trainer/valid_groups.py's rule: failed episodes and non-finite returns are left
+out of the group statistics (and of GiGPO's step groups), and every row of a GRPO group with fewer
+than two valid members gets advantage 0.
+
 verl calls the estimator in the process that runs the trainer (turngym's task runner), so that
 module imports this one; importing it twice is harmless (the registry accepts the same function).
 """
@@ -30,9 +34,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
+from verl.trainer.ppo.core_algos import register_adv_est
 
 from trainer.sample_objects import sample_objects
+from trainer.valid_groups import grpo_over_valid, valid_grouping, valid_rows
 
 TURN_GRPO = "turn_grpo"
 EPSILON = 1e-6  # as verl's GRPO: a group whose returns are all equal gets advantage 0, not NaN
@@ -81,7 +86,8 @@ def group_stats(returns: list[torch.Tensor], rows: list[int]) -> tuple[float, fl
     """Mean and std of a group's turn returns with each episode weighing 1 (its turns 1/K each).
 
     The variance gets the n/(n-1) correction of `torch.std` over n episodes, so single-turn groups
-    match verl's GRPO exactly; a group of one episode gets mean 0 and std 1, as in GRPO.
+    match verl's GRPO exactly; a group of one episode gets mean 0 and std 1, as in verl's GRPO (the
+    estimators here never ask: such a group gets advantage 0, trainer/valid_groups.py).
     """
     n = len(rows)
     if n == 1:
@@ -123,11 +129,13 @@ def compute_turn_grpo_advantage(
     if index is None:
         index = np.arange(bs)
     with torch.no_grad():
+        _, kept = valid_grouping(token_level_rewards, index)
         turns = turn_index(response_mask)
         returns = [discounted_returns(r, gamma) for r in turn_rewards(token_level_rewards, turns)]
         groups: dict[Any, list[int]] = defaultdict(list)
         for i in range(bs):
-            groups[index[i]].append(i)
+            if kept[i]:
+                groups[index[i]].append(i)
         advantages = torch.zeros_like(token_level_rewards, dtype=torch.float32)
         token_returns = torch.zeros_like(token_level_rewards, dtype=torch.float32)
         for rows in groups.values():
@@ -238,11 +246,14 @@ def compute_turn_gigpo_advantage(
         per_turn = turn_rewards(token_level_rewards, turns)
         returns = [discounted_returns(r, gamma) for r in per_turn]
         advantages = torch.zeros_like(token_level_rewards, dtype=torch.float32)
-        # Episode part: verl's own GRPO on the episode returns (the row sums of token rewards).
-        grpo = get_adv_estimator_fn("grpo")
-        episode, _ = grpo(token_level_rewards, response_mask, index=index, norm_adv_by_std_in_grpo=norm)
+        # Episode part: verl's own GRPO on the episode returns, over each group's valid members.
+        episode, _ = grpo_over_valid(token_level_rewards, response_mask, index, norm)
+        _, kept = valid_grouping(token_level_rewards, index)
+        valid = valid_rows(token_level_rewards)
         step_adv = [torch.zeros_like(g) for g in returns]
-        counts = [int((turns[i].max() + 1).item()) for i in range(bs)]
+        # A row of a too-small GRPO group still serves as a baseline for equal states elsewhere (its
+        # returns are real); a failed or non-finite row has no place in any step group.
+        counts = [int((turns[i].max() + 1).item()) if valid[i] else 0 for i in range(bs)]
         groups = step_groups(index, anchors, counts, step_group)
         stats = _STEP_STATS.get()
         if stats is not None:
@@ -256,13 +267,13 @@ def compute_turn_gigpo_advantage(
                 step_adv[i][k] = a
         for i in range(bs):
             generated = turns[i] >= 0
-            if generated.any():
+            if kept[i] and generated.any():
                 advantages[i, generated] = step_weight * step_adv[i][turns[i][generated]]
         advantages = episode.to(torch.float32) + advantages
         token_returns = torch.zeros_like(advantages)
         for i in range(bs):
             generated = turns[i] >= 0
-            if generated.any():
+            if valid[i] and generated.any():
                 token_returns[i, generated] = returns[i][turns[i][generated]]
     return advantages, token_returns
 

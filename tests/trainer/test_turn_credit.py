@@ -106,12 +106,17 @@ def test_single_turn_episodes_reduce_to_grpo(norm):
     rows.append(([1, 1], {1: 0.3}))  # equal rewards in a group -> advantage 0
     rows.append(([1, 1, 1], {2: 0.3}))
     rewards, mask = _batch(rows)
-    # groups of 4, 4, 1 (GRPO: a lone episode keeps its raw score) and 2 (equal rewards)
+    # groups of 4, 4, 1 and 2 (equal rewards)
     index = np.array([0] * 4 + [1] * 4 + [2] + [3] * 2 + [4] * 2, dtype=object)
     adv, _ = compute_turn_grpo_advantage(
         rewards, mask, index=index, config=_algo(gamma=0.9, norm_adv_by_std_in_grpo=norm)
     )
-    assert torch.allclose(adv, _grpo(rewards, mask, index, norm), atol=1e-5)
+    grpo = _grpo(rewards, mask, index, norm)
+    lone = 8
+    others = [i for i in range(len(rows)) if i != lone]
+    assert torch.allclose(adv[others], grpo[others], atol=1e-5)
+    # verl's GRPO keeps a lone episode's raw score (mean 0, std 1); a group of one valid member gets 0
+    assert grpo[lone].abs().max() > 0 and adv[lone].abs().max() == 0
     assert adv[-2:].abs().max() == 0
 
 
@@ -142,12 +147,19 @@ def test_env_tool_and_padding_tokens_get_zero():
     assert adv[0, 6] > adv[0, 1]
 
 
-def test_placeholder_rows_count_in_the_group_like_grpo():
+def test_placeholder_rows_flagged_failed_are_left_out_of_the_group():
+    from trainer.valid_groups import known_failures
+
     rows = [([1, 1], {1: 1.0}), ([1, 1, 1], {2: 0.0}), ([0, 0], {1: 0.0})]
     rewards, mask = _batch(rows)
     index = np.array([0, 0, 0])
+    # unflagged, a placeholder is a member like any other (verl's GRPO does the same)
     adv, _ = compute_turn_grpo_advantage(rewards, mask, index=index, config=_algo())
     assert torch.allclose(adv, _grpo(rewards, mask, index), atol=1e-5)
+    with known_failures([False, False, True]):
+        adv, _ = compute_turn_grpo_advantage(rewards, mask, index=index, config=_algo())
+    alone = _grpo(rewards[:2], mask[:2], index[:2])
+    assert torch.allclose(adv[:2, :2], alone[:, :2], atol=1e-5) and adv[2].abs().max() == 0
 
 
 def test_verl_compute_advantage_finds_it_by_name_and_passes_uid_and_config():
@@ -256,8 +268,8 @@ def test_gigpo_groups_states_only_within_a_grpo_group_and_needs_anchors():
     rewards, mask, _, anchors = _gigpo_batch()
     index = np.array(["g", "h", "h"], dtype=object)
     adv, _ = compute_turn_gigpo_advantage(rewards, mask, index=index, config=_algo(), turn_anchors=anchors)
-    # alone in its group: GRPO keeps the raw return (mean 0, std 1) and its states have no peers
-    assert adv[0].tolist() == pytest.approx([1, 1, 0, 1, 0], abs=1e-5)
+    # alone in its group: no baseline, advantage 0 (verl's GRPO would keep the raw return)
+    assert adv[0].tolist() == pytest.approx([0, 0, 0, 0, 0], abs=1e-5)
     with pytest.raises(ValueError, match="turn anchors"):
         compute_turn_gigpo_advantage(rewards, mask, index=index, config=_algo())
     assert get_adv_estimator_fn(TURN_GIGPO) is compute_turn_gigpo_advantage
@@ -268,15 +280,16 @@ def test_gigpo_batch_scope_pools_equal_states_across_grpo_groups():
     index = np.array(["g", "h", "h"], dtype=object)
     config = _algo(norm_adv_by_std_in_grpo=False, turn_credit={"step_group": "batch"})
     adv, _ = compute_turn_gigpo_advantage(rewards, mask, index=index, config=config, turn_anchors=anchors)
-    # episode part (no std): g alone keeps its return 1; h returns 0, 0.5 -> -0.25, +0.25.
-    # step part: state A pooled over all three rows (returns 1, 0, 0.5) -> +0.5, -0.5, 0; B, C alone -> 0.
-    assert adv[0].tolist() == pytest.approx([1.5, 1.5, 0, 1.0, 0], abs=1e-5)
+    # episode part (no std): g alone gets 0 (no baseline); h returns 0, 0.5 -> -0.25, +0.25.
+    # step part: state A pooled over all three rows (returns 1, 0, 0.5) -> +0.5, -0.5, 0; B, C alone -> 0;
+    # row 0 still serves as a baseline for state A, but its own advantage is 0 (a group of one).
+    assert adv[0].tolist() == pytest.approx([0, 0, 0, 0, 0], abs=1e-5)
     assert adv[1].tolist() == pytest.approx([-0.75, 0, 0, -0.25, -0.25], abs=1e-5)
     assert adv[2].tolist() == pytest.approx([0.25, 0.25, 0.25, 0, 0], abs=1e-5)
     # within GRPO groups (GiGPO's default) row 0 has no peer in A and rows 1, 2 centre on 0.25
     grouped = _algo(norm_adv_by_std_in_grpo=False, turn_credit={"step_group": "group"})
     adv, _ = compute_turn_gigpo_advantage(rewards, mask, index=index, config=grouped, turn_anchors=anchors)
-    assert adv[0].tolist() == pytest.approx([1, 1, 0, 1, 0], abs=1e-5)
+    assert adv[0].tolist() == pytest.approx([0, 0, 0, 0, 0], abs=1e-5)
     assert adv[1].tolist() == pytest.approx([-0.5, 0, 0, -0.25, -0.25], abs=1e-5)
     with pytest.raises(ValueError, match="step_group='episode'; valid choices: group, batch"):
         compute_turn_gigpo_advantage(
