@@ -8,8 +8,11 @@ changed. `pytest tests/test_newcomer.py -s` prints the table of every mistake tr
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -166,6 +169,43 @@ def test_env_kwargs_with_a_group_apply_to_every_env_of_it(world):
     used = {"action_tool": False, "tools": "my_tools.yaml", "difficulty": "hard"}
     assert run_identity(cfg)["env"][0]["kwargs"] == used
     TABLE.append(("python -m trainer.run env=guess-number env.kwargs.tools=my_tools.yaml", "works", 0))
+
+
+def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_runs_lock_is_taken_over(
+    world, capsys, monkeypatch
+):
+    """The same command started twice, 3 s apart, trained twice into one folder; a killed run's lock is stale."""
+    import trainer.run
+
+    out = world["cwd"] / "run"
+    holding = "import sys, time; from trainer.run_lock import RunLock; RunLock(sys.argv[1]).acquire(); "
+    holding += "print('held', flush=True); time.sleep(600)"
+    holder = subprocess.Popen([sys.executable, "-c", holding, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = (_tree(world["cwd"]), _tree(world["scratch"]))
+        argv = ["env=guess-number", f"turngym.output_dir={out}", "turngym.warm_start.enable=false"]
+        assert trainer.run.main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"is in use by another run (process {holder.pid}" in err[0], err
+        assert (_tree(world["cwd"]), _tree(world["scratch"])) == before
+        TABLE.append(("python -m trainer.run env=guess-number (while the same command runs)", err[0], 2))
+    finally:
+        holder.kill()  # as SIGKILL leaves it: the lock file stays, with a PID that is gone
+        holder.wait()
+    assert (out / "run.lock").exists()
+
+    seen = {}
+
+    def launched(cfg):
+        seen["holder"] = json.loads((out / "run.lock").read_text())["pid"]
+
+    monkeypatch.setattr(trainer.run, "launch", launched)
+    assert trainer.run.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert f"took over the lock of process {holder.pid}, which is no longer running" in printed, printed
+    assert seen["holder"] == os.getpid()
+    assert not (out / "run.lock").exists()  # released when the run ended
 
 
 def test_ctrl_c_in_training_is_one_line_with_the_resume_hint(world, capsys, monkeypatch):

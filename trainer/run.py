@@ -39,6 +39,7 @@ from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
 from trainer.run_data import StagedData
+from trainer.run_lock import RunLock
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_PLUGIN_MODULE = "trainer.cpu"
@@ -419,6 +420,7 @@ def _main(argv: list[str] | None) -> int:
         # compose_config's checks import verl's engines here, before the console filter can start.
         warnings.filterwarnings("ignore", message=f"{name} engine is not available", category=UserWarning)
     staged: StagedData | None = None
+    lock: RunLock | None = None
     try:
         cfg = compose_config(argv)
         apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
@@ -428,6 +430,15 @@ def _main(argv: list[str] | None) -> int:
         address = check_cluster_reachable(cfg)
         if address is not None:
             check_cluster_fits(cfg, address)  # else verl's placement groups would wait forever
+        # One run at a time per folder (trainer/run_lock.py); released below however the run ends.
+        lock = RunLock(cfg.turngym.output_dir)
+        lock.acquire()
+        if lock.stale:
+            print(
+                f"[turngym] {lock.path}: took over the lock of process {lock.stale.get('pid')}, which is "
+                "no longer running (a run that was killed)",
+                flush=True,
+            )
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
         print(model_settings_line(cfg, model_label), flush=True)
         log_file = train_log_path(cfg)
@@ -449,6 +460,8 @@ def _main(argv: list[str] | None) -> int:
     finally:
         if staged is not None:  # the scratch folder never outlives the command, however it ends
             discard(staged)
+        if lock is not None:
+            lock.release()
     if error is not None:  # raised once the console is restored, so it is never filtered away
         raise error
     return 0
