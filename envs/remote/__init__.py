@@ -46,6 +46,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_args(parser, port=8000, token_env="TURNGYM_ENV_TOKEN", max_concurrency=64, what="env calls")
     parser.add_argument("--max-sessions", type=int, default=256, help="open sessions at most (503 beyond)")
     parser.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=None,
+        help="open sessions at most for one client, by peer address (429 beyond; default half of "
+        "--max-sessions); a trainer that has the server to itself may take all: set it to --max-sessions",
+    )
+    parser.add_argument(
         "--idle-timeout",
         type=float,
         default=600.0,

@@ -18,7 +18,9 @@ Trust: a client chooses the env id, seed, reset options and the kwargs the env d
 `--env-kwargs ID:KEY=VALUE` or `--env-config FILE`; a client sending any of it gets 400 `refused_kwarg`
 naming the key, and nothing is made. Beyond loopback the server does not start without a token.
 
-Load and faults: at most `max_sessions` sessions are open (503 `sessions_full` beyond, with Retry-After);
+Load and faults: at most `max_sessions` sessions are open (503 `sessions_full` beyond, with Retry-After),
+at most `max_sessions_per_client` of them by one client, told apart by peer address (429
+`too_many_sessions` beyond, with Retry-After);
 at most `max_concurrency` env calls run at once and `max_queue` wait (429 `overloaded` beyond); a session
 idle for `idle_timeout_s` is closed (later calls get 410 `session_expired`); two calls at once on one
 session get 409 `session_busy`; a request body not received within `body_timeout_s` gets 408. Env calls
@@ -76,25 +78,53 @@ class Session:
     id: str
     env_id: str
     env: EnvProtocol
+    client: str = ""  # who opened it (`client_of`), for the per-client cap
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     steps: int = 0
 
 
-class SessionTable:
-    """Open sessions, bounded; idle ones expire; ids of expired ones are remembered to say so."""
+def client_of(request: Any) -> str:
+    """Who a request comes from, for the per-client session cap: its peer address (IPv6: its /64).
 
-    def __init__(self, max_sessions: int, idle_timeout_s: float):
+    Not the token: a server has one, shared by all its clients, so it cannot tell them apart. An IPv6
+    host usually holds a whole /64, so that is one client.
+
+    Example:
+        >>> from types import SimpleNamespace as Peer
+        >>> client_of(Peer(client=Peer(host="10.0.0.7"))), client_of(Peer(client=Peer(host="2001:db8::1:2")))
+        ('10.0.0.7', '2001:db8::/64')
+    """
+    import ipaddress
+
+    host = request.client.host if request.client is not None else "unknown"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if address.version == 6:
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return host
+
+
+class SessionTable:
+    """Open sessions, bounded in all and per client; idle ones expire; ids of expired ones are remembered."""
+
+    def __init__(self, max_sessions: int, idle_timeout_s: float, max_per_client: int | None = None):
         self.max_sessions, self.idle_timeout_s = max_sessions, idle_timeout_s
+        self.max_per_client = max_sessions if max_per_client is None else max_per_client
         self.open: dict[str, Session] = {}
         self.reserved = 0  # sessions being made (counted against the bound before `make` returns)
+        self.held: collections.Counter[str] = collections.Counter()  # client -> open + being made
         self.gone: collections.OrderedDict[str, str] = collections.OrderedDict()
 
-    def reserve(self) -> None:
-        """Count a session being made, or refuse with 503 when the table is full."""
+    def reserve(self, client: str = "") -> None:
+        """Count a session being made for `client`, or refuse: 503 when the table is full, 429 over its share."""
+        retry = max(1, min(60, math.ceil(self.idle_timeout_s / 4)))
         if len(self.open) + self.reserved >= self.max_sessions:
-            retry = max(1, min(60, math.ceil(self.idle_timeout_s / 4)))
             raise RequestError(
                 503,
                 "sessions_full",
@@ -102,7 +132,28 @@ class SessionTable:
                 f"finished sessions (DELETE /v1/sessions/<id>) or retry after {retry}s",
                 retry_after=retry,
             )
+        if self.held[client] >= self.max_per_client:
+            raise RequestError(
+                429,
+                "too_many_sessions",
+                f"this client holds {self.held[client]} sessions, the most one client may have open on this "
+                f"server ({self.max_per_client} of {self.max_sessions}); close finished sessions (DELETE "
+                f"/v1/sessions/<id>) or retry after {retry}s",
+                retry_after=retry,
+            )
         self.reserved += 1
+        self.held[client] += 1
+
+    def made(self, client: str, opened: bool) -> None:
+        """End a `reserve`: the session is open (still held by `client`), or was not made (freed)."""
+        self.reserved -= 1
+        if not opened:
+            self._release(client)
+
+    def _release(self, client: str) -> None:
+        self.held[client] -= 1
+        if self.held[client] <= 0:
+            del self.held[client]
 
     def get(self, session_id: str) -> Session:
         """The open session `session_id`, or 404 / 410 saying it never existed or has expired."""
@@ -118,6 +169,7 @@ class SessionTable:
         """Take a session out of the table, remembering (boundedly) why it went."""
         session = self.open.pop(session_id, None)
         if session is not None:
+            self._release(session.client)
             self.gone[session_id] = why
             while len(self.gone) > 10_000:
                 self.gone.popitem(last=False)
@@ -206,6 +258,7 @@ async def health(state: ServerState, _request: Any) -> Any:
             "protocol": "v1",
             "sessions": len(state.table.open),
             "max_sessions": state.table.max_sessions,
+            "max_sessions_per_client": state.table.max_per_client,
             "running": state.gate.running,
             "waiting": state.gate.waiting,
             "max_concurrency": state.gate.concurrency,
@@ -279,7 +332,9 @@ def _client_kwargs(state: ServerState, body: dict[str, Any]) -> tuple[str, dict[
 async def create(state: ServerState, request: Any) -> Any:
     """POST /v1/sessions: make the env (nothing is made for a refused kwarg) and open a session."""
     env_id, kwargs = _client_kwargs(state, await state.body(request, "create"))
-    state.table.reserve()
+    client = client_of(request)
+    state.table.reserve(client)
+    env = None
     try:
         async with state.gate.admitted_slot():
             env = await asyncio.to_thread(envs.make, env_id, **kwargs)
@@ -288,8 +343,8 @@ async def create(state: ServerState, request: Any) -> Any:
     except Exception as exc:
         raise _env_error(exc) from None
     finally:
-        state.table.reserved -= 1
-    session = Session(uuid.uuid4().hex, env_id, env)
+        state.table.made(client, opened=env is not None)
+    session = Session(uuid.uuid4().hex, env_id, env, client=client)
     state.table.open[session.id] = session
     state.stats["sessions_created"] += 1
     opened = {
@@ -484,6 +539,7 @@ def _lifespan(state: ServerState):
 def create_app(
     *,
     max_sessions: int = 256,
+    max_sessions_per_client: int | None = None,
     max_concurrency: int = 64,
     max_queue: int | None = None,
     idle_timeout_s: float = 600.0,
@@ -496,6 +552,8 @@ def create_app(
 
     Args:
         max_sessions: open sessions at most (503 beyond).
+        max_sessions_per_client: open sessions at most per client, by peer address (`client_of`; 429
+            beyond); default half of `max_sessions`, so one client cannot hold every slot.
         max_concurrency: env calls running at once.
         max_queue: env calls waiting beyond those (429 beyond); default 4 x max_concurrency.
         idle_timeout_s: a session unused this long is closed and its env released.
@@ -509,7 +567,11 @@ def create_app(
         A Starlette app (run it with uvicorn); `app.state.sessions` is its session table.
     """
     state = ServerState(
-        table=SessionTable(max_sessions, idle_timeout_s),
+        table=SessionTable(
+            max_sessions,
+            idle_timeout_s,
+            max(1, max_sessions // 2) if max_sessions_per_client is None else max_sessions_per_client,
+        ),
         gate=AdmissionGate(
             max_concurrency, 4 * max_concurrency if max_queue is None else max_queue, what="env calls"
         ),
@@ -534,6 +596,20 @@ def _close_quietly(env: Any) -> None:
         env.close()
 
 
+def sessions_per_client(args: argparse.Namespace) -> int:
+    """`--max-sessions-per-client`, checked (default: half of `--max-sessions`, at least 1).
+
+    Raises:
+        UsageError: a number below 1 (one line).
+    """
+    given = getattr(args, "max_sessions_per_client", None)
+    if given is None:
+        return max(1, args.max_sessions // 2)
+    if given < 1:
+        raise UsageError(f"--max-sessions-per-client must be at least 1, got {given}")
+    return given
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the server until interrupted; bad settings raise `UsageError` (one line, exit status 2).
 
@@ -548,12 +624,14 @@ def serve(args: argparse.Namespace) -> int:
     settings = server_settings(args, token_env=TOKEN_ENV)
     if not args.idle_timeout > 0:
         raise UsageError(f"--idle-timeout must be a number of seconds > 0, got {args.idle_timeout}")
+    per_client = sessions_per_client(args)
     try:
         operator = operator_kwargs(args.env_config, args.env_kwargs)
     except OperatorConfigError as exc:
         raise UsageError(str(exc)) from None
     app = create_app(
         max_sessions=args.max_sessions,
+        max_sessions_per_client=per_client,
         max_concurrency=settings["max_concurrency"],
         max_queue=settings["max_queue"],
         idle_timeout_s=args.idle_timeout,

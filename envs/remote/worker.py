@@ -181,6 +181,7 @@ def build_app(settings: dict[str, Any]) -> Any:
 
     return create_app(
         max_sessions=settings["max_sessions"],
+        max_sessions_per_client=settings.get("max_sessions_per_client"),
         max_concurrency=settings["max_concurrency"],
         max_queue=settings["max_queue"],
         idle_timeout_s=settings["idle_timeout_s"],

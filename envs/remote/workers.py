@@ -8,7 +8,7 @@ routes. From then on the client talks to that worker directly, so the front cost
 and one descriptor pass per connection and nothing per request on a kept-alive connection. A worker that
 receives a request for another worker's session on the same connection passes it on over that worker's
 Unix socket (`envs.remote.worker`). A worker that exits is started again; its sessions are lost (404).
-Limits (`--max-sessions`, `--max-concurrency`, ...) apply to each worker.
+Limits (`--max-sessions`, `--max-sessions-per-client`, `--max-concurrency`, ...) apply to each worker.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
         UsageError: a bad setting or a port in use (one line).
     """
     from envs.remote.operator_config import OperatorConfigError, operator_kwargs
+    from envs.remote.server import sessions_per_client
     from tools.serving import server_settings
 
     if not 1 <= args.workers <= 256:
@@ -51,12 +52,14 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
     shared = server_settings(args, token_env="TURNGYM_ENV_TOKEN")
     if not args.idle_timeout > 0:
         raise UsageError(f"--idle-timeout must be a number of seconds > 0, got {args.idle_timeout}")
+    per_client = sessions_per_client(args)
     try:
         operator = operator_kwargs(args.env_config, args.env_kwargs)
     except OperatorConfigError as exc:
         raise UsageError(str(exc)) from None
     return {
         "max_sessions": args.max_sessions,
+        "max_sessions_per_client": per_client,
         "max_concurrency": shared["max_concurrency"],
         "max_queue": shared["max_queue"],
         "idle_timeout_s": args.idle_timeout,

@@ -66,6 +66,8 @@ def small_server():
     url, proc = _spawn(
         "--max-sessions",
         "2",
+        "--max-sessions-per-client",  # both to this test's one client, so the third meets the full table
+        "2",
         "--max-concurrency",
         "1",
         "--max-queue",

@@ -179,3 +179,47 @@ def test_a_front_out_of_descriptors_sheds_idle_connections_instead_of_dying():
         for sock in idle:
             sock.close()
         stop_server(proc)
+
+
+# ----- one client cannot hold every session ----------------------------------------------------------
+
+
+def _client_from(address: str, url: str) -> httpx.Client:
+    """A client whose connections come from `address` (any 127.x.y.z reaches a loopback server)."""
+    return httpx.Client(base_url=url, transport=httpx.HTTPTransport(local_address=address), timeout=30)
+
+
+def test_one_client_cannot_hold_every_session():
+    url, proc = spawn_server(["-m", "envs", "serve", "--max-sessions", "8"])
+    try:
+        with _client_from("127.0.0.1", url) as hog, _client_from("127.0.0.2", url) as other:
+            # The attack: open sessions until refused, and keep them.
+            held, refusal = [], None
+            for _ in range(8):
+                opened = hog.post("/v1/sessions", json={"env_id": "guess-number-v0"})
+                if opened.status_code != 201:
+                    refusal = opened
+                    break
+                held.append(opened.json()["session_id"])
+            assert len(held) == 4, f"one client opened {len(held)} of 8 sessions"
+            assert refusal is not None and refusal.status_code == 429, refusal
+            assert refusal.json()["error"]["code"] == "too_many_sessions" and refusal.headers["retry-after"]
+            assert "\n" not in refusal.json()["error"]["message"]
+            # Everyone else still gets a session, and the hog gets one back once it closes one.
+            mine = other.post("/v1/sessions", json={"env_id": "guess-number-v0"})
+            assert mine.status_code == 201, mine.text
+            assert hog.delete(f"/v1/sessions/{held.pop()}").status_code == 200
+            again = hog.post("/v1/sessions", json={"env_id": "guess-number-v0"})
+            assert again.status_code == 201, again.text
+            assert hog.post("/v1/sessions", json={"env_id": "guess-number-v0"}).status_code == 429
+    finally:
+        stop_server(proc)
+    # The operator sets the share (here every session to one client).
+    url, proc = spawn_server(["-m", "envs", "serve", "--max-sessions", "3", "--max-sessions-per-client", "3"])
+    try:
+        made = [
+            httpx.post(f"{url}/v1/sessions", json={"env_id": "guess-number-v0"}, timeout=30) for _ in range(4)
+        ]
+        assert [r.status_code for r in made] == [201, 201, 201, 503]
+    finally:
+        stop_server(proc)
