@@ -7,6 +7,12 @@ FSDP actor folder (``.../actor``) or the config-only ``.../actor/huggingface`` f
 beside the shards. Shards are merged by verl's own model merger (``python -m verl.model_merger``)
 into ``<run>/export/global_step_N/`` (``global_step_N/actor_hf/`` for a checkpoint outside a run
 folder), once: later calls reuse it while the shards are unchanged.
+
+A checkpoint folder may come from anyone, and a ``.pt`` shard is a pickle that can run code when loaded.
+The merger therefore runs with ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1``: shards load as tensors only (verl's
+FSDP2 shards, DTensors, pass), and a shard holding anything else is refused in one line. Only an explicit
+``trust_checkpoint=True`` (``rollout.eval trust_checkpoint=true``, ``rollout.serve --trust-checkpoint``)
+lets the full unpickler run.
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 # verl writes these when a run starts (rollout never imports trainer; it only reads its files).
 RUN_RECORD = "run.json"
 RUN_CONFIG = "config.yaml"
+
+
+TRUST_HINT = "pass trust_checkpoint=true (rollout.eval) or --trust-checkpoint (rollout.serve)"
+# What torch says when the weights-only unpickler meets a global it does not allow.
+_WEIGHTS_ONLY_REFUSAL = "Weights only load failed"
 
 
 class CheckpointError(ValueError):
@@ -95,8 +106,12 @@ def _shards_stamp(actor: Path) -> dict[str, int]:
     return {p.name: p.stat().st_mtime_ns for p in sorted(actor.glob("model_world_size_*_rank_*.pt"))}
 
 
-def export_actor(actor: Path, target: Path | None = None) -> Path:
-    """Merge an FSDP actor checkpoint into a Hugging Face directory with verl's merger; cached."""
+def export_actor(actor: Path, target: Path | None = None, *, trust_checkpoint: bool = False) -> Path:
+    """Merge an FSDP actor checkpoint into a Hugging Face directory with verl's merger; cached.
+
+    Shards load with ``weights_only=True`` unless ``trust_checkpoint`` (the full unpickler runs any code
+    a shard carries: only for folders whose origin the user vouches for).
+    """
     target = target or export_target(actor)
     stamp = export_stamp(actor)
     try:
@@ -108,6 +123,12 @@ def export_actor(actor: Path, target: Path | None = None) -> Path:
     env = dict(os.environ)
     repo = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+    # verl's merger calls torch.load(weights_only=False); torch's own switch overrides the argument.
+    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+    if trust_checkpoint:
+        env.pop("TORCH_FORCE_WEIGHTS_ONLY_LOAD", None)
+    else:
+        env["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
     if not _cuda_available():
         # verl has no CPU platform of its own: the merger loads turngym's through verl's plugin hook.
         env.update(VERL_USE_EXTERNAL_MODULES="trainer.cpu", VERL_PLATFORM="cpu")
@@ -118,6 +139,11 @@ def export_actor(actor: Path, target: Path | None = None) -> Path:
     print(f"exporting {actor} to {target} with verl's model merger (once per checkpoint)", file=sys.stderr)
     started = time.monotonic()
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if result.returncode != 0 and _WEIGHTS_ONLY_REFUSAL in result.stderr and not trust_checkpoint:
+        raise CheckpointError(
+            f"{actor}: a shard holds more than tensors, and loading it could run code it carries; it was "
+            f"not exported. If you trust where this checkpoint came from, {TRUST_HINT}"
+        )
     if result.returncode != 0 or not is_hf_model_dir(target):
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise CheckpointError(f"exporting {actor} with verl's model merger failed: {last}")
@@ -135,11 +161,13 @@ def _cuda_available() -> bool:
         return False
 
 
-def resolve_model(path: str | Path) -> Path:
+def resolve_model(path: str | Path, *, trust_checkpoint: bool = False) -> Path:
     """A Hugging Face model directory for any model name, GGUF, model/run/checkpoint path, exported when needed.
 
     Args:
         path: a name (``smollm2-135m-instruct``, ``embedded``), ``gguf:<file>``, or a directory.
+        trust_checkpoint: let a checkpoint's shards load with the full unpickler (which runs any code a
+            shard carries); by default they load as tensors only and anything else is refused.
 
     Returns:
         A directory ``from_pretrained`` loads.
@@ -163,4 +191,4 @@ def resolve_model(path: str | Path) -> Path:
             f"model={path}: neither a Hugging Face model directory (config.json + weights) nor a run, "
             "checkpoint or actor folder"
         )
-    return export_actor(actor)
+    return export_actor(actor, trust_checkpoint=trust_checkpoint)

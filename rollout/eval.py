@@ -14,6 +14,8 @@ max_turns (training's multi_turn.max_assistant_turns), max_new_tokens (one turn:
 turngym.max_tokens_per_turn, unset = the rest of the budget); the three default to the run's values,
 else to training's defaults for that model (rollout/episode_budgets.py; the embedded model's own when
 no model is given), and the values used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
+trust_checkpoint=true lets a checkpoint's shards load with the full unpickler (they may run code: only for
+checkpoints you trust); by default they load as tensors only and anything else is refused.
 --import my_pkg.my_envs imports a module first (e.g. one registering envs). Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
 is loaded.
 """
@@ -46,7 +48,8 @@ INT_KEYS = (
     "max_turns",
 )
 FLOAT_KEYS = ("temperature", "top_p")
-KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS
+BOOL_KEYS = ("trust_checkpoint",)
+KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS + BOOL_KEYS
 
 
 def _value(text: str) -> Any:
@@ -64,6 +67,10 @@ def _unknown_key(key: str) -> str:
 def _typed(key: str, raw: str) -> Any:
     if key in STRING_KEYS:
         return raw
+    if key in BOOL_KEYS:
+        if raw.lower() not in ("true", "false"):
+            raise UsageError(f"{key}={raw!r} is not true or false")
+        return raw.lower() == "true"
     kind = int if key in INT_KEYS else float
     try:
         value = kind(raw)
@@ -249,7 +256,7 @@ def _resolved(model: str) -> Path:
     from rollout.checkpoint_export import CheckpointError, resolve_model
 
     try:
-        return resolve_model(model)
+        return resolve_model(model)  # only model names come here: no checkpoint is exported
     except CheckpointError as exc:
         raise UsageError(f"{exc}{model_name_hint(model)}") from None
 
@@ -296,7 +303,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         settings = {} if is_model_name(opts["model"]) else run_settings(opts["model"])
         plan = eval_plan(opts, env_kwargs, settings)
         try:
-            opts["model"] = str(resolve_model(opts["model"]))
+            opts["model"] = str(
+                resolve_model(opts["model"], trust_checkpoint=opts.get("trust_checkpoint", False))
+            )
         except CheckpointError as exc:
             raise UsageError(f"{exc}{model_name_hint(opts['model'])}") from None
     else:

@@ -229,6 +229,12 @@ def _main(argv: list[str] | None) -> int:
     add_server_args(parser, port=30000, token_env=TOKEN_ENV, max_concurrency=256, what="generations")
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--trust-checkpoint",
+        action="store_true",
+        help="load a checkpoint's shards with the full unpickler (it may run code: only checkpoints you "
+        "trust); by default they load as tensors only and anything else is refused",
+    )
     args = parser.parse_args(argv)
     if args.max_batch_size < 1:
         raise UsageError(f"--max-batch-size {args.max_batch_size}: at least 1")
@@ -238,7 +244,7 @@ def _main(argv: list[str] | None) -> int:
     model = args.model_path
     if model is not None:
         try:
-            model = str(resolve_model(model))
+            model = str(resolve_model(model, trust_checkpoint=args.trust_checkpoint))
         except CheckpointError as exc:
             raise UsageError(str(exc)) from None
 
