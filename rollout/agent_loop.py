@@ -145,6 +145,28 @@ def turn_anchors(traj: Any) -> list[str]:
     return anchors
 
 
+def episode_health(traj: Any, tokenizer: Any) -> dict[str, Any]:
+    """Per-episode numbers the trainer's health metrics read (trainer/health.py).
+
+    ``tool_env``: the episode offered tools; ``valid_tool_turns``: turns with at least one tool call
+    that parsed, ran without a tool error and drew no format error; ``drifted_turns``: turns whose
+    ids re-tokenize differently (rollout/token_drift.py); ``generated_tokens``: tokens the model wrote.
+    """
+    from rollout.token_drift import drifted_turns
+
+    turns = list(traj.turns)
+    valid = sum(
+        t.tool_calls > 0 and t.parse_errors == 0 and t.tool_errors == 0 and t.format_error is None
+        for t in turns
+    )
+    return {
+        "tool_env": bool(traj.tools),
+        "valid_tool_turns": int(valid),
+        "drifted_turns": drifted_turns(tokenizer, traj.response_ids, [(t.start, t.end) for t in turns]),
+        "generated_tokens": int(sum(traj.loss_mask)),
+    }
+
+
 def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | None) -> AgentLoopOutput:
     """An AgentLoopOutput for verl; a failed episode becomes a masked-out placeholder flagged in extras."""
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -159,6 +181,7 @@ def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | Non
             "turngym_error": traj.error,
             "turngym_termination": traj.termination,
             "env_id": traj.env_id,
+            "turngym_health": episode_health(traj, tokenizer),
             "reward_extra_info": {
                 "success": float(bool(traj.success)),
                 "turns": float(traj.num_turns),

@@ -39,8 +39,40 @@ def _plain(value: Any) -> Any:
     return None
 
 
+# Health metrics (trainer/health.py) the progress line shows, as (metric key, label, percent?); a
+# metric shows when the step measured it, the last three only when they are not 0.
+HEALTH_SHOWN = (
+    ("health/groups_all_equal", "flat groups", True),
+    ("health/format_error_rate", "format errors", True),
+    ("health/valid_tool_call_rate", "valid tool calls", True),
+    ("health/episodes_cut", "cut", True),
+    ("health/entropy", "entropy", False),
+)
+HEALTH_SHOWN_NONZERO = (
+    ("health/episodes_failed", "failed", True),
+    ("health/nonfinite_rewards", "non-finite rewards", False),
+    ("health/nonfinite_advantages", "non-finite advantages", False),
+)
+
+
+def health_parts(metrics: dict[str, Any]) -> list[str]:
+    """The progress line's health segments: `flat groups 50%`, `format errors 12%`, ..."""
+    parts = []
+    for key, label, percent in HEALTH_SHOWN + HEALTH_SHOWN_NONZERO:
+        if key not in metrics:
+            continue
+        value = metrics[key]
+        value = float(value.item() if hasattr(value, "item") else value)
+        if (key, label, percent) in HEALTH_SHOWN_NONZERO and value == 0:
+            continue
+        shown = f"{100 * value:.0f}%" if percent and math.isfinite(value) else f"{value:.3g}"
+        parts.append(f"{label} {shown}")
+    return parts
+
+
 def progress_line(step: int, total: int, metrics: dict[str, Any]) -> str:
-    """`step 3/20 | reward 0.412 | success 25.0% | turns 3.1 | tokens 1520 | 6.8 s/step` (+ val reward if any)."""
+    """`step 3/20 | reward 0.412 | success 25.0% | turns 3.1 | tokens 1520 | 6.8 s/step | flat groups 50% | ...`
+    (+ val reward if any; the health segments are `health_parts`)."""
 
     def num(key: str, fmt: str) -> str:
         value = _plain(metrics.get(key))
@@ -59,6 +91,7 @@ def progress_line(step: int, total: int, metrics: dict[str, Any]) -> str:
     if val:
         mean = sum(_plain(v) or 0.0 for _, v in val) / len(val)
         parts.append(f"val reward {mean:.3f}")
+    parts += health_parts(metrics)
     return " | ".join(parts)
 
 

@@ -1,4 +1,5 @@
-"""Names the config looks up in verl's registries (estimators, policy losses, reward managers, sampler).
+"""Names the config looks up in verl's registries (estimators, policy losses, reward managers, sampler)
+and in turngym's health guards.
 
 Its own module, apart from ``trainer.run_checks`` (which imports ``trainer.compose``), so that
 ``compose_config`` can run these checks without an import cycle.
@@ -69,6 +70,15 @@ def check_registry_values(cfg: DictConfig) -> None:
                 f"{_names(REWARD_MANAGER)}"
             )
     check_sampler(cfg)
+    check_health(cfg)
+
+
+def check_health(cfg: DictConfig) -> None:
+    """``turngym.health``'s halt_on names and thresholds are ones the health guards know (trainer/health_guard.py)."""
+    from trainer.health_guard import HealthGuard
+
+    health = OmegaConf.select(cfg, "turngym.health", default=None)
+    HealthGuard.from_config(OmegaConf.to_container(health, resolve=True) if health is not None else None)
 
 
 def check_sampler(cfg: DictConfig) -> None:

@@ -384,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
             Hydra overrides; `--help` prints the usage. None: `sys.argv[1:]`.
 
     Returns:
-        The exit code: 0 when training finished (or was already done), 2 for a mistake, 130 for Ctrl-C.
+        The exit code: 0 when training finished (or was already done), 2 for a mistake, 130 for Ctrl-C,
+        3 when a health guard in `turngym.health.halt_on` stopped training (a checkpoint of that step
+        is kept; the reason is one line on stderr).
 
     Example:
         >>> import contextlib, sys
@@ -464,7 +466,12 @@ def _main(argv: list[str] | None) -> int:
             lock.release()
     if error is not None:  # raised once the console is restored, so it is never filtered away
         raise error
-    return 0
+    from trainer.health_halt import halt_exit_code
+
+    code, reason = halt_exit_code(cfg.turngym.output_dir)
+    if reason is not None:
+        print(f"trainer.run: {reason}", file=sys.stderr)
+    return code
 
 
 def train_log_path(cfg: DictConfig) -> Path:

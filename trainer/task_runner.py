@@ -27,8 +27,10 @@ from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 import trainer.positive_grpo  # noqa: F401 - registers positive_grpo in verl
+from trainer.batch_field import batch_field
 from trainer.curriculum_hook import CurriculumTrainerMixin
 from trainer.episode_failures import failure_counts
+from trainer.health_hook import HealthTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,
     TURNS_KEY,
@@ -45,7 +47,11 @@ from trainer.valid_groups import ValidGroupsTrainerMixin
 
 
 class TurngymTrainer(
-    ValidGroupsTrainerMixin, TurnAnchorsTrainerMixin, CurriculumTrainerMixin, PPOTrainerSync
+    HealthTrainerMixin,
+    ValidGroupsTrainerMixin,
+    TurnAnchorsTrainerMixin,
+    CurriculumTrainerMixin,
+    PPOTrainerSync,
 ):
     """verl's synchronous trainer plus turngym's progress line, metrics JSONL, success rate and curriculum."""
 
@@ -146,27 +152,17 @@ class TurngymTrainer(
 
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         metrics.update(self._episode_metrics(batch))
+        metrics.update(self._health_metrics(batch, metrics))
         super()._compute_metrics(batch, metrics, timing_raw, global_steps=global_steps, epoch=epoch)
         self.metrics_log.append(global_steps, metrics, kind="train")
         print(f"[turngym] {progress_line(global_steps, self.total_training_steps, metrics)}", flush=True)
+        self._check_health(global_steps, metrics)
 
 
-def batch_field(tq, batch, name: str):
-    """One field of a TransferQueue batch, or None when the batch's samples have no such field.
-
-    TransferQueue leaves a field the samples lack out of the result (``BatchMeta.select_fields``), so
-    reading it raises KeyError; that is the only failure treated as "no data". Anything else (the
-    queue unreachable, keys gone) is a real error and stops the run with verl's own message.
-    """
-    data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=[name])
-    try:
-        return data.pop(name)  # a tensor, or a NonTensorStack (`.tolist()`) for per-sample objects
-    except KeyError:
-        return None
-
-
-# The private PPOTrainer methods turngym's trainer classes override (TurngymTrainer and its mixins).
+# The PPOTrainer methods turngym's trainer classes override (TurngymTrainer and its mixins): the
+# private ones, and the public hook the health halt is raised from.
 VERL_PRIVATE_OVERRIDES = (
+    "on_step_begin",
     "_build_replay_buffer",
     "_validate",
     "_compute_metrics",

@@ -1,0 +1,105 @@
+"""The health guards' hook into verl's v1 trainer: metrics each step, warnings, and a clean halt.
+
+verl's loop has no way for a step to end training, so a halt is raised from ``on_step_begin`` (a
+public hook of verl's ``PPOTrainer``) on the step after the one that crossed: by then verl has saved,
+validated and logged the halting step (TensorBoard included). ``fit`` catches it, keeps the reason in
+the run's folder (trainer/health_halt.py) and returns like a finished run, so verl's task runner and
+Ray shut down as usual. A halt found on the last step is recorded the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from trainer.batch_field import batch_field
+from trainer.health import step_health
+from trainer.health_guard import HealthGuard
+from trainer.health_halt import HealthHalt, clear_halt, write_halt
+from trainer.sample_objects import sample_objects
+
+HEALTH_SECONDS = "timing_s/turngym_health"
+
+
+class HealthTrainerMixin:
+    """Health metrics and guards for verl's v1 ``PPOTrainer`` (mix in before it); see the module docstring."""
+
+    def __init__(self, config: Any, **kwargs: Any) -> None:
+        super().__init__(config=config, **kwargs)
+        self.health_guard = HealthGuard.from_config(config.turngym.get("health"))
+        self._health_halt: HealthHalt | None = None
+
+    def fit(self, agent_loop_manager: Any) -> None:
+        output_dir = str(self.config.turngym.output_dir)
+        clear_halt(output_dir)
+        try:
+            super().fit(agent_loop_manager)
+        except HealthHalt as halt:
+            self._health_halt = halt
+            shutdown = getattr(self, "_shutdown_dump_executor", None)
+            if callable(shutdown):
+                shutdown()
+        if self._health_halt is not None:
+            write_halt(output_dir, self._health_halt)
+            print(f"[turngym] {self._health_halt.line()}", flush=True)
+
+    def on_step_begin(self) -> None:
+        if self._health_halt is not None:
+            raise self._health_halt
+        super().on_step_begin()
+
+    def _health_metrics(self, batch: Any, metrics: dict) -> dict[str, float]:
+        """The step's ``health/*`` metrics from its batch and verl's metrics so far; timed."""
+        import transfer_queue as tq
+
+        started = time.perf_counter()
+        padding = np.array([bool(tag.get("is_padding", False)) for tag in batch.tags])
+        keep = ~padding if padding.any() and not padding.all() else np.ones(len(padding), dtype=bool)
+        rewards = batch_field(tq, batch, "rm_scores")
+        if rewards is None:
+            return {}
+        scores = [float(t.sum()) for t in rewards.unbind(0)]
+        extra = batch_field(tq, batch, "extra_fields")
+        fields = sample_objects(extra) if extra is not None else [None] * len(scores)
+        uid = batch_field(tq, batch, "uid")
+        uids = sample_objects(uid) if uid is not None else None
+        advantages = batch_field(tq, batch, "advantages")
+        nonfinite = None
+        if advantages is not None:
+            import torch
+
+            rows = np.array([not bool(torch.isfinite(t).all()) for t in advantages.unbind(0)])
+            nonfinite = int(rows[keep].sum())
+        index = np.flatnonzero(keep)
+        out = step_health(
+            [fields[i] for i in index],
+            [scores[i] for i in index],
+            [uids[i] for i in index] if uids is not None else None,
+            nonfinite,
+            metrics,
+        )
+        out[HEALTH_SECONDS] = time.perf_counter() - started
+        return out
+
+    def _check_health(self, step: int, metrics: dict) -> None:
+        """Print the guards' warning lines; on a halt, keep a checkpoint and stop before the next step."""
+        lines, reason = self.health_guard.check(step, metrics)
+        for line in lines:
+            print(line, flush=True)
+        if reason is None or self._health_halt is not None:
+            return
+        self._health_halt = HealthHalt(step, reason, self._keep_checkpoint(step))
+
+    def _keep_checkpoint(self, step: int) -> str | None:
+        """The checkpoint folder of `step`, saved now unless verl saved it this step; None if saving failed."""
+        folder = os.path.join(str(self.config.trainer.default_local_dir), f"global_step_{step}")
+        if not os.path.isdir(folder):
+            try:
+                self._save_checkpoint()
+            except Exception as exc:  # noqa: BLE001 - the halt must still happen, with the reason why
+                print(f"[turngym] checkpoint at the halt failed: {type(exc).__name__}: {exc}", flush=True)
+                return None
+        return folder if os.path.isdir(folder) else None
