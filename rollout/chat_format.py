@@ -20,9 +20,12 @@ tokens the model generates for it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from tools.chat_encoding import ChatEncoder
+from tools.render_deadline import RENDER_TIMEOUT_S, RenderTimeout, render_deadline
 
 _MARK = "\u2063TURNGYM_PROBE\u2063"
 _PROBE_USER = {"role": "user", "content": "probe"}
@@ -32,8 +35,20 @@ class TemplateError(ValueError):
     """The chat template does not render conversations in a way that can be extended token-exactly."""
 
 
+@contextlib.contextmanager
+def _bounded() -> Iterator[None]:
+    try:
+        yield
+    except RenderTimeout as exc:
+        raise TemplateError(str(exc)) from None
+
+
 class ChatFormat:
-    """Renders and tokenizes conversation segments for one tokenizer, tool list and template kwargs."""
+    """Renders and tokenizes conversation segments for one tokenizer, tool list and template kwargs.
+
+    Every render runs under `render_timeout_s` (`tools.render_deadline`): a template that loops or
+    recurses past it raises TemplateError instead of holding the process.
+    """
 
     def __init__(
         self,
@@ -41,11 +56,13 @@ class ChatFormat:
         tools: list[dict] | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         tool_call_format: str | None = None,
+        render_timeout_s: float | None = RENDER_TIMEOUT_S,
     ):
         self.tokenizer = tokenizer
         self.tools = list(tools) if tools else None
         self.kwargs = dict(chat_template_kwargs or {})
-        self.chat = ChatEncoder(tokenizer)
+        self.render_timeout_s = render_timeout_s
+        self.chat = ChatEncoder(tokenizer, render_timeout_s=render_timeout_s)
         self.tool_call_format = tool_call_format or self._guess_tool_call_format()
         self.end_of_turn, self.separator = self._probe_turn_end()
         self.end_of_turn_id = self._single_token(self.end_of_turn)
@@ -57,13 +74,14 @@ class ChatFormat:
     # ----- rendering -----------------------------------------------------------------------------
     def render(self, messages: list[dict], add_generation_prompt: bool = False) -> str:
         """The template's text for `messages` (with this format's tools and kwargs)."""
-        return self.tokenizer.apply_chat_template(
-            messages,
-            tools=self.tools,
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            **self.kwargs,
-        )
+        with _bounded(), render_deadline(self.render_timeout_s):
+            return self.tokenizer.apply_chat_template(
+                messages,
+                tools=self.tools,
+                tokenize=False,
+                add_generation_prompt=add_generation_prompt,
+                **self.kwargs,
+            )
 
     def encode(self, text: str) -> list[int]:
         """Token ids of template or model text, special tokens parsed, nothing added.
@@ -75,9 +93,10 @@ class ChatFormat:
 
     def prompt_ids(self, messages: list[dict]) -> list[int]:
         """Ids of the opening conversation plus the generation prompt (contents as plain text)."""
-        return self.chat.encode_chat(
-            messages, tools=self.tools, add_generation_prompt=True, template_kwargs=self.kwargs
-        )
+        with _bounded():
+            return self.chat.encode_chat(
+                messages, tools=self.tools, add_generation_prompt=True, template_kwargs=self.kwargs
+            )
 
     def conversation_ids(self, messages: list[dict], add_generation_prompt: bool = False) -> list[int]:
         """The ids a token-exact trajectory of `messages` equals (the contract the tests check).
@@ -85,24 +104,26 @@ class ChatFormat:
         Every non-assistant content is plain text; assistant turns are tokenized as the model writes
         them (`assistant_ids`), since their tokens are the generated ones, never re-tokenized.
         """
-        return self.chat.encode_chat(
-            messages,
-            tools=self.tools,
-            add_generation_prompt=add_generation_prompt,
-            template_kwargs=self.kwargs,
-            keep_roles=("assistant",),
-        )
+        with _bounded():
+            return self.chat.encode_chat(
+                messages,
+                tools=self.tools,
+                add_generation_prompt=add_generation_prompt,
+                template_kwargs=self.kwargs,
+                keep_roles=("assistant",),
+            )
 
     def _suffix_escaped(self, new_messages: list[dict]) -> str:
         """`suffix_text` with the sentinels of `ChatEncoder` where contents hold special-token strings."""
         probe = [_PROBE_USER, {"role": "assistant", "content": _MARK}]
-        base = self.chat.render_escaped(probe, tools=self.tools, template_kwargs=self.kwargs)
-        full = self.chat.render_escaped(
-            probe + list(new_messages),
-            tools=self.tools,
-            add_generation_prompt=True,
-            template_kwargs=self.kwargs,
-        )
+        with _bounded():
+            base = self.chat.render_escaped(probe, tools=self.tools, template_kwargs=self.kwargs)
+            full = self.chat.render_escaped(
+                probe + list(new_messages),
+                tools=self.tools,
+                add_generation_prompt=True,
+                template_kwargs=self.kwargs,
+            )
         if not full.startswith(base):
             raise TemplateError(
                 "the chat template renders earlier turns differently once messages are appended; "

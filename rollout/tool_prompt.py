@@ -21,6 +21,8 @@ import json
 import logging
 from typing import Any
 
+from tools.render_deadline import render_deadline
+
 log = logging.getLogger(__name__)
 
 _PROBE_NAME = "turngym_probe_tool"
@@ -40,9 +42,10 @@ _warned: set[int] = set()
 def template_renders_tools(tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> bool:
     """Whether the tokenizer's chat template writes a `tools=[...]` schema into the prompt."""
     messages = [{"role": "user", "content": _USER_MARK}]
-    text = tokenizer.apply_chat_template(
-        messages, tools=[_PROBE_TOOL], tokenize=False, **(chat_template_kwargs or {})
-    )
+    with render_deadline():  # the template is the tokenizer publisher's code
+        text = tokenizer.apply_chat_template(
+            messages, tools=[_PROBE_TOOL], tokenize=False, **(chat_template_kwargs or {})
+        )
     return _PROBE_NAME in text
 
 
@@ -50,10 +53,12 @@ def default_system_prompt(tokenizer: Any, chat_template_kwargs: dict[str, Any] |
     """The system text the template inserts when a conversation has no system message ("" if none)."""
     kwargs = chat_template_kwargs or {}
     user = {"role": "user", "content": _USER_MARK}
-    with_system = tokenizer.apply_chat_template(
-        [{"role": "system", "content": _SYSTEM_MARK}, user], tokenize=False, **kwargs
-    )
-    without = tokenizer.apply_chat_template([user], tokenize=False, **kwargs)
+    with render_deadline():
+        with_system = tokenizer.apply_chat_template(
+            [{"role": "system", "content": _SYSTEM_MARK}, user], tokenize=False, **kwargs
+        )
+    with render_deadline():
+        without = tokenizer.apply_chat_template([user], tokenize=False, **kwargs)
     at = with_system.find(_SYSTEM_MARK)
     if at < 0:
         return ""

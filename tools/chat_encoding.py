@@ -21,6 +21,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from tools.render_deadline import RENDER_TIMEOUT_S, render_deadline
+
 _ESC = "\ue000"  # starts a sentinel pair; the second character names the escaped string
 _FIRST = 0xF0000  # Supplementary Private Use Area-A: room for 65534 escaped strings
 _literal_backends: dict[int, tuple[Any, Any]] = {}
@@ -30,8 +32,10 @@ _literal_lock = threading.Lock()
 class ChatEncoder:
     """Renders chat messages with `tokenizer`'s chat template and tokenizes contents as plain text."""
 
-    def __init__(self, tokenizer: Any):
+    def __init__(self, tokenizer: Any, render_timeout_s: float | None = RENDER_TIMEOUT_S):
         self.tokenizer = tokenizer
+        # The template is the tokenizer publisher's code: each render stops at this bound (RenderTimeout).
+        self.render_timeout_s = render_timeout_s
         self.specials: list[str] = special_token_strings(tokenizer)
         table = [*self.specials, _ESC]  # the sentinel itself is escaped too, so it cannot be forged
         if len(table) > 0xFFFE:
@@ -90,14 +94,20 @@ class ChatEncoder:
 
         Returns:
             The rendered text, with sentinels where contents held special-token strings.
+
+        Raises:
+            RenderTimeout: the template rendered past `render_timeout_s` (it loops without end).
         """
-        return self.tokenizer.apply_chat_template(
-            self.escape_messages(messages, keep_roles),
-            tools=self.escape(list(tools)) if tools else None,
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            **(template_kwargs or {}),
-        )
+        escaped = self.escape_messages(messages, keep_roles)
+        escaped_tools = self.escape(list(tools)) if tools else None
+        with render_deadline(self.render_timeout_s):
+            return self.tokenizer.apply_chat_template(
+                escaped,
+                tools=escaped_tools,
+                tokenize=False,
+                add_generation_prompt=add_generation_prompt,
+                **(template_kwargs or {}),
+            )
 
     def encode_chat(
         self,
