@@ -112,15 +112,19 @@ def _main(argv: list[str] | None) -> int:
             return serve_workers(args)
         from envs.remote.server import serve as run_server
 
+        _say_when_listening(args.host, args.port)
         return run_server(args)
     if args.command == "experts":
-        from envs.expert_evaluation import evaluate_experts, format_table
+        from envs.expert_evaluation import evaluate_experts, format_table, left_out_line
 
         if args.episodes < 1:
             raise UsageError(f"--episodes {args.episodes}: evaluate at least 1 seed per env")
         if args.category is not None and not envs.list_envs(args.category):
             raise UsageError(_unknown_category(args.category))
-        print(format_table(evaluate_experts(args.category, args.episodes)))
+        left_out: list[str] = []
+        print(format_table(evaluate_experts(args.category, args.episodes, left_out)))
+        if left_out:
+            print(left_out_line(left_out))
         return 0
     try:
         kwargs = dict(_parse_option(o) for o in args.option)
@@ -175,6 +179,39 @@ def _ask_human() -> str | None:
         return input("\nyou> ")
     except EOFError:
         return None
+
+
+def _say_when_listening(host: str, port: int, wait_s: float = 300.0) -> None:
+    """Print ``envs serve: listening on http://HOST:PORT (one process, pid N)`` once the port accepts.
+
+    uvicorn logs nothing at the default log level, and ``--workers N`` already says where it listens; the
+    one-process server is only known to be up when a connection to it succeeds, so a daemon thread tries.
+    """
+    import socket
+    import threading
+    import time
+
+    if port == 0:
+        return  # the port is chosen by the system and not known here
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    shown = f"[{host}]" if ":" in host else host
+
+    def wait() -> None:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((target, port), timeout=1).close()
+            except OSError:
+                time.sleep(0.1)
+                continue
+            print(
+                f"envs serve: listening on http://{shown}:{port} (one process, pid {os.getpid()}); Ctrl-C stops it",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+
+    threading.Thread(target=wait, name="envs-serve-listening", daemon=True).start()
 
 
 def _expert_move(env) -> str:

@@ -41,8 +41,20 @@ def evaluate_expert(
     return ExpertSummary(env_id, shown, episodes, successes / episodes, returns / episodes, turns / episodes)
 
 
-def evaluate_experts(category: str | None, episodes: int) -> list[ExpertSummary]:
-    """Every env of `category` (all when None) that has an expert, at each of its difficulties."""
+def evaluate_experts(
+    category: str | None, episodes: int, left_out: list[str] | None = None
+) -> list[ExpertSummary]:
+    """Every env of `category` (all when None) that has an expert, at each of its difficulties.
+
+    Args:
+        category: only envs of this category; None for all.
+        episodes: seeds per env and difficulty.
+        left_out: when given, the ids of the envs without a scripted expert are appended to it, so a
+            caller can say which envs the table leaves out.
+
+    Returns:
+        One summary per env and difficulty the expert played.
+    """
     from tqdm import tqdm
 
     jobs = []
@@ -55,8 +67,20 @@ def evaluate_experts(category: str | None, episodes: int) -> list[ExpertSummary]
         try:
             summaries.append(evaluate_expert(env_id, episodes, difficulty))
         except NotImplementedError:
-            continue
+            if left_out is not None and env_id not in left_out:
+                left_out.append(env_id)
     return summaries
+
+
+def left_out_line(left_out: list[str], shown: int = 6) -> str:
+    """One line naming the envs without a scripted expert (the table leaves them out); "" for none."""
+    if not left_out:
+        return ""
+    names = ", ".join(left_out[:shown]) + (
+        f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
+    )
+    verb = "has" if len(left_out) == 1 else "have"
+    return f"not in the table: {len(left_out)} env{'s' if len(left_out) != 1 else ''} {verb} no scripted expert ({names})"
 
 
 def format_table(summaries: list[ExpertSummary]) -> str:

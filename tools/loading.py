@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tools.registration import load_entry_point
-from tools.tool import FunctionTool, Tool
+from tools.tool import FunctionTool, Tool, check_tool_name
 
 # Keys verl's tool YAML puts in `config` that are about verl, not the tool.
 _VERL_CONFIG_KEYS = {"type"}
@@ -72,6 +72,7 @@ def make_tool(obj: Any, config: dict[str, Any] | None = None, name: str | None =
 
             tool = copy.copy(tool)
         tool.name = name
+    check_tool_name(tool.name)  # a YAML `name:` or a Tool subclass's own, as the model must write it
     return tool
 
 

@@ -19,7 +19,34 @@ from tools.result import ToolResult
 from tools.run_sync import run_sync
 from tools.schema import function_schema
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# What the OpenAI and Anthropic APIs and chat templates accept as a function name.
+_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def check_tool_name(name: object) -> str:
+    """``name`` when it is a valid function name for the model, else ValueError saying what is allowed.
+
+    Args:
+        name: a tool's name.
+
+    Returns:
+        The name.
+
+    Example:
+        >>> check_tool_name("count_letters")
+        'count_letters'
+        >>> check_tool_name("count letters")
+        Traceback (most recent call last):
+        ...
+        ValueError: tool name 'count letters' is not a valid function name: use 1 to 64 letters, digits, '_' or '-' (e.g. 'count_letters')
+    """
+    if isinstance(name, str) and _NAME_RE.match(name):
+        return name
+    suggestion = re.sub(r"[^a-zA-Z0-9_-]+", "_", str(name)).strip("_")[:64]
+    example = f" (e.g. {suggestion!r})" if suggestion else ""
+    raise ValueError(
+        f"tool name {name!r} is not a valid function name: use 1 to 64 letters, digits, '_' or '-'{example}"
+    )
 
 
 class _NoArgs(pydantic.BaseModel):
@@ -37,7 +64,7 @@ class Tool:
     Class attributes a subclass sets:
 
     Args:
-        name: What the model calls the tool (letters, digits, `_.-`, at most 64 characters).
+        name: What the model calls the tool (letters, digits, `_` and `-`, at most 64 characters).
         description: One line the model reads in the tool schema.
         args_model: The pydantic model the JSON arguments are validated against (or a nested `Args`).
         stateful: True when one episode's calls share state; each episode then gets its own `fork()`.
@@ -234,8 +261,7 @@ class FunctionTool(Tool):
         self.args_model, self._takes_context = _model_from_signature(fn, arg_docs, self.name, localns)
         self._is_async = inspect.iscoroutinefunction(fn)
         self.timeout_s = timeout_s
-        if not _NAME_RE.match(self.name):
-            raise ValueError(f"tool name {self.name!r} must match {_NAME_RE.pattern}")
+        check_tool_name(self.name)
 
     async def run(self, args: pydantic.BaseModel, context: dict | None) -> Any:
         kwargs = {field: getattr(args, field) for field in type(args).model_fields}
