@@ -65,6 +65,7 @@ def world(tmp_path, monkeypatch):
     (cwd / "notes.txt").write_text("a file, not a folder\n")
     (cwd / "traj.jsonl").write_text("this is not JSON\n")
     (cwd / "tools.yaml").write_text("tools:\n  - entry: calculater\n")
+    (cwd / "spaced.yaml").write_text("tools:\n  - entry: calculator\n    name: count letters with spaces\n")
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
@@ -78,6 +79,7 @@ CASES = [
     ("envs", ["play", "guess-number-v0", "-o", "difficulty=impossible"], 2, "difficulty"),
     ("envs", ["play", "guess-number-v0", "--seed", "one"], 2, "invalid int value"),
     ("envs", ["play", "calculator-qa-v0", "-o", "tools=tools.yaml"], 2, "entry: calculater"),
+    ("envs", ["play", "calculator-qa-v0", "-o", "tools=spaced.yaml"], 2, "not a valid function name"),
     ("envs", ["serve", "--port", "{port}"], 2, "is in use"),
     ("envs", ["experts", "--episodes", "0"], 2, "at least 1"),
     ("envs", ["list", "--category", "text-gmae"], 2, "did you mean text-game"),
@@ -90,6 +92,7 @@ CASES = [
     ("rollout.eval", ["env=guess-number-v0", "env.difficulty=3"], 2, "difficulty"),
     ("rollout.eval", ["env=calculator-qa-v0", "env.tools=tools.yaml"], 2, "entry: calculater"),
     ("rollout.eval", ["env=guess-number-v0", "model=smollm2-135m-instrct"], 2, "did you mean smollm2"),
+    ("rollout.eval", ["env=guess-number-v0", "env.tools=spaced.yaml"], 2, "e.g. 'count_letters_with_spaces'"),
     ("rollout.eval", ["env=guess-number-v0", "model=gguf:missing.gguf"], 2, "no such file"),
     ("rollout.eval", ["env=guess-number-v0", "engine=vllm"], 2, "valid choices"),
     ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
@@ -109,7 +112,47 @@ CASES = [
     # env.kwargs.* with a group apply to every env of it, so a bad value is refused like with env.id.
     ("trainer.run", ["env=guess-number", "env.kwargs.tools=tools.yaml"], 2, "entry: calculater"),
     ("trainer.run", ["env=guess-number", "env.kwargs.difficulty=impossible"], 2, "unknown difficulty"),
+    ("trainer.run", ["env=guess-number", "env.kwargs.tools=spaced.yaml"], 2, "not a valid function name"),
     ("trainer.run", ["env=text-game", "env.kwargs.secret=7"], 2, "env.id=guess-number-v0 env.kwargs."),
+    # Numbers: type and range, the key named, before the warm start, the datasets or Ray.
+    (
+        "trainer.run",
+        ["env=guess-number", "data.train_batch_size=-4"],
+        2,
+        "data.train_batch_size=-4 is out of",
+    ),
+    (
+        "trainer.run",
+        ["env=guess-number", "actor_rollout_ref.actor.optim.lr=fast"],
+        2,
+        "optim.lr='fast' is not a",
+    ),
+    (
+        "trainer.run",
+        ["env=guess-number", "trainer.total_training_steps=abc"],
+        2,
+        "total_training_steps='abc'",
+    ),
+    ("trainer.run", ["env=guess-number", "data.train_batch_size=8.5"], 2, "not a whole number"),
+    ("trainer.run", ["env=guess-number", "actor_rollout_ref.rollout.top_p=0"], 2, "top_p=0 is out of range"),
+    (
+        "trainer.run",
+        ["env=guess-number", "actor_rollout_ref.actor.entropy_coeff=big"],
+        2,
+        "entropy_coeff='big'",
+    ),
+    (
+        "trainer.run",
+        ["env=guess-number", "turngym.warm_start.episodes=many"],
+        2,
+        "warm_start.episodes='many'",
+    ),
+    (
+        "trainer.run",
+        ["env=guess-number", "data.train_batch_size=3"],
+        2,
+        "must be >= actor.ppo_mini_batch_size",
+    ),
 ]
 
 
@@ -151,6 +194,41 @@ def test_eval_save_into_a_missing_folder_creates_it_and_keeps_every_episode(worl
     assert rollout_eval.cli(argv) == 0
     assert len(load_jsonl(str(target))) == 2
     TABLE.append(("python -m rollout.eval env=guess-number-v0 n=2 --save runs/today/traj.jsonl", "works", 0))
+
+
+def test_experts_name_the_envs_they_leave_out(world, capsys):
+    """`envs experts` on TextArena's games printed an empty table and nothing else."""
+    import envs.__main__
+
+    before = (_tree(world["cwd"]), _tree(world["scratch"]))
+    assert envs.__main__.main(["experts", "--category", "textarena-single-player", "--episodes", "1"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("not in the table: ") and "have no scripted expert (textarena/" in last, last
+    assert (_tree(world["cwd"]), _tree(world["scratch"])) == before
+    TABLE.append(("python -m envs experts --category textarena-single-player", last[:100] + " ...", 0))
+
+
+def test_serve_says_where_it_listens_with_one_process(world):
+    """`envs serve` printed nothing for one process (with --workers N it names its address and pids)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "envs", "serve", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = server.stderr.readline().strip()
+    finally:
+        server.kill()
+        server.wait()
+    assert (
+        line
+        == f"envs serve: listening on http://127.0.0.1:{port} (one process, pid {server.pid}); Ctrl-C stops it"
+    )
+    TABLE.append((f"python -m envs serve --port {port}", line, 0))
 
 
 def test_env_kwargs_with_a_group_apply_to_every_env_of_it(world):

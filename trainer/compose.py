@@ -131,6 +131,10 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
         with contextlib.suppress(Exception):  # unknown ids are reported by check_config
             if envs_without_expert(cfg):
                 cfg.turngym.warm_start.enable = False
+    from trainer.number_checks import check_numbers
+
+    # Types come from the config without the command line's values: what verl and turngym read there.
+    check_numbers(cfg, _compose(_group_only(overrides)), user_keys)
     try:
         check_config(cfg)
     except (ValueError, TypeError) as exc:
@@ -184,7 +188,39 @@ def check_config(cfg: DictConfig) -> None:
     from trainer.registry_checks import check_registry_values
 
     check_registry_values(cfg)
+    check_verl_sizes(cfg)
     check_warm_start(cfg)
+
+
+def check_verl_sizes(cfg: DictConfig, with_critic: bool = False) -> None:
+    """verl's own check of batch sizes against each other (``validate_config``), run before anything is
+    written rather than after the warm start; its refusal becomes one ConfigError line.
+
+    Args:
+        cfg: the composed training config.
+        with_critic: also check the critic's sizes; verl then loads the model's config, so trainer.run
+            asks for it once the model directory exists (the embedded model is built in stage_run).
+    """
+    import copy
+    import io
+    import warnings
+
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    from tools.cli_errors import one_line
+
+    try:
+        # Its "all checks passed" and need_critic's "Disabled critic" warning belong to the real launch.
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            validate_config(
+                config=copy.deepcopy(cfg),
+                use_reference_policy=need_reference_policy(cfg),
+                use_critic=with_critic and need_critic(cfg),
+            )
+    except (AssertionError, ValueError, TypeError) as exc:
+        raise ConfigError(f"verl's config check refuses it: {one_line(exc)}") from None
 
 
 def check_env_kwargs(cfg: DictConfig, entries: list[dict]) -> None:

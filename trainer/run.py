@@ -34,7 +34,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from tools.cli_errors import UsageError, run_cli
-from trainer.compose import ConfigError, compose_config, env_entries
+from trainer.compose import ConfigError, check_verl_sizes, compose_config, env_entries
 from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
@@ -442,6 +442,7 @@ def _main(argv: list[str] | None) -> int:
                 flush=True,
             )
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
+        check_verl_sizes(cfg, with_critic=True)  # the critic's sizes need the model directory stage_run made
         print(model_settings_line(cfg, model_label), flush=True)
         log_file = train_log_path(cfg)
         error: UsageError | None = None
