@@ -135,3 +135,55 @@ def test_grpo_runs_as_a_registered_estimator_and_flags_come_from_extra_fields():
         known_failures([False, True]),
     ):
         compute_valid_grpo_advantage(torch.zeros(3, 2), torch.ones(3, 2), index=np.zeros(3))
+
+
+class _Queue:
+    """Stands in for the TransferQueue client (a real one needs a Ray cluster); data is a real TensorDict."""
+
+    def __init__(self, fields):
+        self.fields = fields
+
+    def kv_batch_get(self, keys, partition_id, select_fields):
+        from tensordict import TensorDict
+
+        return TensorDict(
+            {k: v for k, v in self.fields.items() if k in select_fields}, batch_size=[len(keys)]
+        )
+
+
+def test_the_trainer_hands_the_rows_failure_flags_to_verls_call_and_runs_grpo_as_grpo_valid(monkeypatch):
+    import transfer_queue
+    from tensordict import NonTensorData, NonTensorStack
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+    from trainer.valid_groups import ValidGroupsTrainerMixin
+
+    data = _data(SCORES, UIDS, FAILED)
+
+    class VerlStep:
+        """Step 3 of verl's `_compute_advantage`, on rows it already read from the queue."""
+
+        def _compute_advantage(self, batch, metrics):
+            algorithm = self.config.algorithm
+            out = compute_advantage_for_multi_trajectories(
+                data, batch_keys=batch.keys, adv_estimator=algorithm.adv_estimator, config=algorithm
+            )
+            self.seen = (str(algorithm.adv_estimator), out.batch["advantages"])
+            return batch
+
+    class Trainer(ValidGroupsTrainerMixin, VerlStep):
+        config = OmegaConf.create({"algorithm": {**_algo(), "adv_estimator": "grpo"}})
+
+    class Batch:
+        keys = [f"{uid}_0_{i}" for i, uid in enumerate(UIDS)]
+        partition_id = "train"
+
+    extra = NonTensorStack(*(NonTensorData({"turngym_failed": bad}) for bad in FAILED))
+    monkeypatch.setattr(transfer_queue, "kv_batch_get", _Queue({"extra_fields": extra}).kv_batch_get)
+    trainer, metrics = Trainer(), {}
+    trainer._compute_advantage(Batch(), metrics)
+    name, adv = trainer.seen
+    assert name == VALID_GRPO and trainer.config.algorithm.adv_estimator == "grpo"  # put back after the call
+    assert adv[0, 0].item() == pytest.approx((1 - 2 / 3) / math.sqrt(1 / 3), abs=1e-4)
+    assert adv[3:].abs().max().item() == 0.0
+    assert metrics[FAILED_LEFT_OUT] == 2.0 and metrics[UNDER_TWO_VALID] == 1.0
