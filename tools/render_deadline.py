@@ -3,30 +3,21 @@
 A chat template is code from whoever published the tokenizer. Jinja's sandbox keeps it from touching
 the process (no attributes of internals, `range` capped at 100000 items) but not from looping: two nested
 `range(100000)` loops, a loop over a message's text inside another, or a macro that calls itself twice
-run for hours. The block registers its thread and deadline with one watchdog thread per process; past
-the deadline the watchdog raises an exception in that thread (`PyThreadState_SetAsyncExc`), which
-Python delivers at the next bytecode boundary, a loop's back edge included, so the render unwinds.
-Nothing is traced: a render that ends in time pays a lock and a notify (a few microseconds).
-
-The exception is a BaseException while it unwinds, so a template's or library's `except Exception`
-cannot swallow it, and it is sent again every 0.1 s until the block is left; the block turns it into
-`RenderTimeout`. What this does not bound: one C operation that runs long by itself (a huge integer
-power), which no exception interrupts; the template's text and its inputs are the limits there.
+run for hours. The render runs under `tools.thread_deadline`: past the deadline an exception is raised
+in the rendering thread at the next bytecode, a loop's back edge included, and the render unwinds. A
+render that ends in time pays a few microseconds. What this does not bound: one C operation that runs
+long by itself (a huge integer power); the template's text and its inputs are the limits there.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+
+from tools.thread_deadline import DeadlineExceeded, thread_deadline
 
 #: Seconds one render may take: a real template renders a long conversation in milliseconds.
 RENDER_TIMEOUT_S = 5.0
-_RESEND_S = 0.1
 
 
 class RenderTimeout(RuntimeError):
@@ -38,53 +29,6 @@ class RenderTimeout(RuntimeError):
             "recurses without end: use a tokenizer whose chat template renders a conversation in one pass"
         )
         self.seconds = seconds
-
-
-class _Expired(BaseException):
-    """Raised inside the late thread; BaseException so that no `except Exception` on the way keeps it."""
-
-
-@dataclass(eq=False)
-class _Render:
-    thread_id: int
-    deadline: float
-    sent: bool = False
-
-
-_cond = threading.Condition()
-_active: set[_Render] = set()
-_watchdog_pid: int | None = None
-# Prototypes of our own (not ctypes.pythonapi's shared function object, whose argtypes others may set).
-_set_async = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
-# The same C function with NULL for the exception: drops one that is pending and not yet delivered.
-_clear_async = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
-
-
-def _watch() -> None:
-    with _cond:
-        while True:
-            now = time.monotonic()
-            wake = None
-            for render in _active:
-                if render.deadline <= now:
-                    render.sent = True
-                    _set_async(render.thread_id, _Expired)
-                    render.deadline = now + _RESEND_S
-                wake = render.deadline if wake is None else min(wake, render.deadline)
-            _cond.wait(None if wake is None else max(wake - now, 0.001))
-
-
-def _start_watchdog() -> None:
-    global _watchdog_pid
-    # A forked child has no watchdog thread (and none of its parent's renders): start its own.
-    if _watchdog_pid != os.getpid():
-        _active.clear()
-        threading.Thread(target=_watch, name="turngym-render-deadline", daemon=True).start()
-        _watchdog_pid = os.getpid()
 
 
 @contextmanager
@@ -107,22 +51,8 @@ def render_deadline(seconds: float | None = RENDER_TIMEOUT_S) -> Iterator[None]:
         ...
         tools.render_deadline.RenderTimeout: the chat template was still rendering after 0.2 s and was stopped; ...
     """
-    if seconds is None:
-        yield
-        return
-    render = _Render(threading.get_ident(), time.monotonic() + seconds)
-    with _cond:
-        _start_watchdog()
-        _active.add(render)
-        _cond.notify()
     try:
-        try:
+        with thread_deadline(seconds):
             yield
-        finally:
-            with _cond:
-                _active.discard(render)
-                sent = render.sent
-            if sent:
-                _clear_async(render.thread_id, None)
-    except _Expired:
-        raise RenderTimeout(seconds) from None
+    except DeadlineExceeded:
+        raise RenderTimeout(seconds or 0.0) from None

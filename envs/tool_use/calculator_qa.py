@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from envs.errors import InvalidOptions
 from envs.tool_use.tool_qa import Question, ToolQAEnv, numbers_match
 
 
@@ -20,16 +21,26 @@ class CalculatorQAEnv(ToolQAEnv):
     reset_options = {"difficulty": ("easy", "medium", "hard"), "expression": str}
 
     def make_question(self, difficulty: str, options: dict[str, Any]) -> Question:
-        """Draw a question; `options={"expression": ...}` poses that expression instead."""
-        from tools.builtin.calculator import evaluate_ex, format_number
+        """Draw a question; `options={"expression": ...}` poses that expression instead.
+
+        A given expression is a client's: it is evaluated in a worker process killed after
+        `EVAL_TIMEOUT_S`, and one that cannot be evaluated is refused as an invalid reset option.
+        """
+        from tools.builtin.calculator import CalcError, evaluate_bounded, evaluate_ex, format_number
 
         rng = self.np_random
         if "expression" in options:
             expr, text, kind = options["expression"], f"What is {options['expression']}?", "given"
+            try:
+                shown, _ = evaluate_bounded(expr)
+            except CalcError as exc:
+                raise InvalidOptions(
+                    f"{type(self).__name__}: reset option 'expression' cannot be evaluated: {exc}"
+                ) from None
         else:
             expr, text, kind = _generate(rng, difficulty)
-        value, exact = evaluate_ex(expr)
-        answer = format_number(value, exact).split(" ")[0]
+            shown = format_number(*evaluate_ex(expr))
+        answer = shown.split(" ")[0]
         return Question(text + " Give the exact value.", answer, [("calculator", {"expression": expr})], kind)
 
     def is_correct(self, given: str, expected: str) -> bool:

@@ -1,202 +1,62 @@
-"""`calculator`: exact arithmetic on rationals through an AST walk (no `eval`)."""
+"""`calculator`: exact arithmetic on rationals (`tools.builtin.arithmetic`), evaluated in a worker process.
+
+Some expressions pass every size check and still take minutes (`round(1/3, 10**7)` about 7 s, 10**8
+minutes: the cost grows about N^1.6), and an `async def run` that computed them on the event loop froze
+every episode and a served env's `/health` with it. Each expression is therefore evaluated by a worker
+process (`tools.killable_worker`) that is killed when the call's time is up; the loop only waits on a
+pipe. `evaluate_bounded` is the same for code that is off the loop (calculator-qa's reset).
+"""
 
 from __future__ import annotations
 
-import ast
-import contextvars
-import math
-import operator
-from fractions import Fraction
+import os
 
 import pydantic
 
+from tools.builtin import arithmetic
+from tools.builtin.arithmetic import CalcError, evaluate, evaluate_ex, format_number
+from tools.killable_worker import WorkerFailed, WorkerPool, WorkerTimeout
 from tools.result import ToolResult
 from tools.tool import Tool
 
-_MAX_EXPR_CHARS = 2000
-_MAX_BITS = 20_000  # results larger than this are refused, so `9**9**9` cannot hang the worker
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-}
-_CONSTANTS = {"pi": Fraction(math.pi), "e": Fraction(math.e)}
-_exact = contextvars.ContextVar("calculator_exact", default=True)
+__all__ = ["CalcError", "Calculator", "evaluate", "evaluate_bounded", "evaluate_ex", "format_number"]
+
+#: Seconds one expression may take in the worker before it is killed.
+EVAL_TIMEOUT_S = 5.0
+_pool = WorkerPool(os.path.abspath(arithmetic.__file__))
 
 
-def _inexact(value: float) -> Fraction:
-    _exact.set(False)
-    return Fraction(value)
+def _text(answer: dict) -> tuple[str, bool]:
+    if "error" in answer:
+        raise CalcError(str(answer["error"]))
+    return str(answer["text"]), bool(answer.get("exact", True))
 
 
-class CalcError(ValueError):
-    """A problem with the expression, phrased for the model."""
+def _slow(timeout_s: float) -> CalcError:
+    return CalcError(
+        f"the expression took longer than {timeout_s:g} s and was stopped; split it into smaller steps"
+    )
 
 
-def _size_ok(value: Fraction) -> Fraction:
-    if value.numerator.bit_length() > _MAX_BITS or value.denominator.bit_length() > _MAX_BITS:
-        raise CalcError("result too large")
-    return value
+def evaluate_bounded(expression: str, timeout_s: float = EVAL_TIMEOUT_S) -> tuple[str, bool]:
+    """(formatted value, exact) of `expression`, computed in a worker killed after `timeout_s` (blocking).
 
+    Args:
+        expression: The arithmetic expression.
+        timeout_s: Seconds the worker may take.
 
-def _int(value: Fraction, what: str) -> int:
-    if value.denominator != 1:
-        raise CalcError(f"{what} needs an integer, got {format_number(value)}")
-    return value.numerator
+    Returns:
+        The value as `format_number` writes it, and whether it is exact.
 
-
-def _sqrt(x: Fraction) -> Fraction:
-    if x < 0:
-        raise CalcError("sqrt of a negative number")
-    n, d = math.isqrt(x.numerator), math.isqrt(x.denominator)
-    if n * n == x.numerator and d * d == x.denominator:
-        return Fraction(n, d)
-    return _inexact(math.sqrt(x))
-
-
-def _factorial(x: Fraction) -> Fraction:
-    n = _int(x, "factorial")
-    if n < 0 or n > 2000:
-        raise CalcError("factorial needs an integer between 0 and 2000")
-    return Fraction(math.factorial(n))
-
-
-def _round(x: Fraction, digits: Fraction = Fraction(0)) -> Fraction:
-    places = _int(digits, "round")
-    return Fraction(round(x, places))
-
-
-_FUNCS = {
-    "abs": (abs, 1, 1),
-    "sqrt": (_sqrt, 1, 1),
-    "floor": (lambda x: Fraction(math.floor(x)), 1, 1),
-    "ceil": (lambda x: Fraction(math.ceil(x)), 1, 1),
-    "round": (_round, 1, 2),
-    "min": (min, 1, 100),
-    "max": (max, 1, 100),
-    "gcd": (lambda *a: Fraction(math.gcd(*(_int(x, "gcd") for x in a))), 1, 100),
-    "lcm": (lambda *a: Fraction(math.lcm(*(_int(x, "lcm") for x in a))), 1, 100),
-    "factorial": (_factorial, 1, 1),
-    "log": (lambda x, b=None: _inexact(math.log(x) if b is None else math.log(x, b)), 1, 2),
-    "exp": (lambda x: _inexact(math.exp(x)), 1, 1),
-    "sin": (lambda x: _inexact(math.sin(x)), 1, 1),
-    "cos": (lambda x: _inexact(math.cos(x)), 1, 1),
-    "tan": (lambda x: _inexact(math.tan(x)), 1, 1),
-}
-
-
-def _pow(base: Fraction, exp: Fraction) -> Fraction:
-    if exp.denominator == 1:
-        e = exp.numerator
-        if (
-            abs(e) > 100_000
-            or (base.numerator.bit_length() + base.denominator.bit_length()) * abs(e) > 4 * _MAX_BITS
-        ) and base not in (0, 1, -1):
-            raise CalcError("result too large")
-        if base == 0 and e < 0:
-            raise CalcError("division by zero")
-        return base**e
-    if base < 0:
-        raise CalcError("fractional power of a negative number")
-    root = _sqrt(base) if exp.denominator == 2 else None
-    if root is not None and (root.numerator**2, root.denominator**2) == (base.numerator, base.denominator):
-        return _pow(root, Fraction(exp.numerator))
-    return _inexact(float(base) ** float(exp))
-
-
-def evaluate(expression: str) -> Fraction:
-    """Evaluate an arithmetic expression exactly; raise CalcError with a clear message otherwise."""
-    return evaluate_ex(expression)[0]
-
-
-def evaluate_ex(expression: str) -> tuple[Fraction, bool]:
-    """(value, exact): `exact` is False once an irrational function or constant was used."""
-    token = _exact.set(True)
+    Raises:
+        CalcError: the expression is wrong, too large, or took longer than `timeout_s`.
+    """
     try:
-        value = _evaluate(expression)
-        return value, _exact.get()
-    finally:
-        _exact.reset(token)
-
-
-def _evaluate(expression: str) -> Fraction:
-    if len(expression) > _MAX_EXPR_CHARS:
-        raise CalcError(f"expression longer than {_MAX_EXPR_CHARS} characters")
-    text = expression.replace("^", "**").replace("×", "*").replace("÷", "/").strip()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise CalcError(f"cannot parse expression: {exc.msg} (column {exc.offset})") from None
-    return _size_ok(_eval(tree.body))
-
-
-def _eval(node: ast.AST) -> Fraction:
-    if (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, (int, float))
-        and not isinstance(node.value, bool)
-    ):
-        return Fraction(str(node.value)) if isinstance(node.value, float) else Fraction(node.value)
-    if isinstance(node, ast.BinOp):
-        left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow):
-            return _size_ok(_pow(left, right))
-        op = _BINOPS.get(type(node.op))
-        if op is None:
-            raise CalcError(f"operator {type(node.op).__name__} is not supported")
-        if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and right == 0:
-            raise CalcError("division by zero")
-        return _size_ok(Fraction(op(left, right)))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-        value = _eval(node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.Name):
-        if node.id in _CONSTANTS:
-            _exact.set(False)
-            return _CONSTANTS[node.id]
-        raise CalcError(f"unknown name `{node.id}`")
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        spec = _FUNCS.get(node.func.id)
-        if spec is None:
-            raise CalcError(f"unknown function `{node.func.id}`; available: {', '.join(sorted(_FUNCS))}")
-        fn, lo, hi = spec
-        if node.keywords or not lo <= len(node.args) <= hi:
-            raise CalcError(
-                f"`{node.func.id}` takes {lo}{'' if lo == hi else f' to {hi}'} positional argument(s)"
-            )
-        try:
-            return _size_ok(Fraction(fn(*(_eval(a) for a in node.args))))
-        except (ValueError, OverflowError, ZeroDivisionError) as exc:
-            if isinstance(exc, CalcError):
-                raise
-            raise CalcError(f"`{node.func.id}`: {exc}") from None
-    raise CalcError(f"unsupported syntax: {ast.unparse(node)!r}")
-
-
-def format_number(value: Fraction, exact: bool = True) -> str:
-    """Integers as integers, finite decimals as decimals, other rationals as `p/q (≈ decimal)`."""
-    if not exact:
-        return f"≈ {float(value):.15g}"
-    if value.denominator == 1:
-        return str(value.numerator)
-    d = value.denominator
-    twos = fives = 0
-    while d % 2 == 0:
-        d //= 2
-        twos += 1
-    while d % 5 == 0:
-        d //= 5
-        fives += 1
-    places = max(twos, fives)
-    if d == 1 and places <= 30:
-        scaled = abs(value.numerator) * 10**places // value.denominator
-        digits = str(scaled).rjust(places + 1, "0")
-        sign = "-" if value < 0 else ""
-        return f"{sign}{digits[:-places]}.{digits[-places:]}"
-    return f"{value.numerator}/{value.denominator} (≈ {float(value):.12g})"
+        return _text(_pool.run({"expression": expression}, timeout_s))
+    except WorkerTimeout:
+        raise _slow(timeout_s) from None
+    except WorkerFailed as exc:
+        raise CalcError(f"the evaluation failed ({exc}); try a smaller expression") from None
 
 
 class Calculator(Tool):
@@ -215,9 +75,14 @@ class Calculator(Tool):
         expression: str = pydantic.Field(description="The expression, e.g. `(2**10 - 1) / 3`.")
 
     async def run(self, args: Args, context: dict | None) -> ToolResult:
+        # A little under the call's own timeout, so the model reads why rather than a bare "timed out".
+        budget = EVAL_TIMEOUT_S if self.timeout_s is None else max(self.timeout_s - 0.1, 0.05)
         try:
-            return ToolResult(format_number(*evaluate_ex(args.expression)))
+            text, _ = _text(await _pool.arun({"expression": args.expression}, budget))
+        except WorkerTimeout:
+            return ToolResult.error(f"calculator: {_slow(budget)}")
+        except WorkerFailed as exc:
+            return ToolResult.error(f"calculator: the evaluation failed ({exc}); try a smaller expression")
         except CalcError as exc:
             return ToolResult.error(f"calculator: {exc}")
-        except RecursionError:
-            return ToolResult.error("calculator: expression nested too deeply")
+        return ToolResult(text)
