@@ -27,6 +27,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from envs.success_interval import wilson_interval  # noqa: E402
+
 GREEDY_SUFFIX = "@greedy"
 # verl's per-step timings: generation, the reference and old-policy log-probs, the actor update.
 PHASES = {"gen": "gen", "ref": "ref", "old_lp": "old_log_prob", "update": "update_actor"}
@@ -92,15 +96,6 @@ def summarize(out: Path) -> dict:
                 }
             )
     return {"val": vals, "train": train, "val_episodes": counts}
-
-
-def wilson_interval(rate: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a success rate measured on `n` episodes."""
-    if n <= 0:
-        return 0.0, 1.0
-    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def beyond_noise(first: float, last: float, n: int, z: float = 1.96) -> bool:

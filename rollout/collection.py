@@ -237,4 +237,18 @@ def summarize(trajectories: list[Trajectory], failed: list[Trajectory] | None = 
     )
     for reason in sorted({t.termination for t in trajectories}):
         out[f"termination/{reason}"] = sum(t.termination == reason for t in trajectories) / n
+    turns = sum(x["num_turns"] for x in m)
+    if turns:
+        # Every env: the share of turns whose reply the env could use as an action.
+        out["behaviour/readable_turn_rate"] = 1.0 - sum(x["format_errors"] for x in m) / turns
+        if any(t.tools for t in trajectories):
+            out["behaviour/tool_call_turn_rate"] = (
+                sum(sum(1 for turn in t.turns if turn.tool_calls) for t in trajectories) / turns
+            )
+    env_ids = {t.env_id for t in trajectories}
+    if len(env_ids) == 1:
+        from envs.behaviour import behaviour_rates_of, pool_behaviour
+
+        pooled = pool_behaviour([x.get("behaviour") for x in m], behaviour_rates_of(next(iter(env_ids))))
+        out.update({f"behaviour/{k}": v for k, v in pooled.items()})
     return out

@@ -9,7 +9,8 @@ their kwargs) and the token budgets to the run's; without one, to the training d
 Keys: env=<id> (required unless model= is a run), engine=hf|sglang, model=<path> (hf; default the
 embedded tiny model), url=<server> (sglang; default http://127.0.0.1:30000), tokenizer=<dir> (sglang;
 default model), n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
-top_k=-1, max_response_tokens (everything after the prompt: training's data.max_response_length),
+top_k=-1, baselines=true (the env's random player and scripted expert on the same seeds beside the
+model, with 95 % Wilson intervals and the env's behaviour rates), max_response_tokens (everything after the prompt: training's data.max_response_length),
 max_turns (training's multi_turn.max_assistant_turns), max_new_tokens (one turn: training's
 turngym.max_tokens_per_turn, unset = the rest of the budget); the three default to the run's values,
 else to training's defaults for that model (rollout/episode_budgets.py; the embedded model's own when
@@ -48,7 +49,7 @@ INT_KEYS = (
     "max_turns",
 )
 FLOAT_KEYS = ("temperature", "top_p")
-BOOL_KEYS = ("trust_checkpoint",)
+BOOL_KEYS = ("trust_checkpoint", "baselines")
 KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS + BOOL_KEYS
 
 
@@ -288,6 +289,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     """Run the evaluation and print the summary; returns the summary dict (of the last env evaluated)."""
     from tqdm import tqdm
 
+    from rollout.baseline_table import baseline_rows, format_comparison
     from rollout.collection import acollect, summarize
     from rollout.episode import EpisodeConfig
 
@@ -370,6 +372,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if len(plan) > 1:
             print(f"{entry['id']} {entry['kwargs'] or ''}")
         print(format_summary(summary, wall))
+        if opts.get("baselines", True):
+            seeds = sorted({t.seed for t in [*batch, *batch.failed] if t.seed is not None})
+            rows = {"model": summary, **baseline_rows(entry["id"], seeds, entry["kwargs"], cfg.max_turns)}
+            if len(rows) > 1:
+                print(f"\nthe model beside the env's trivial players, on the same {len(seeds)} seeds:")
+                print(format_comparison(rows))
+            summary.update({f"{p}/{k}": v for p, row in rows.items() if p != "model" for k, v in row.items()})
         for t in batch.failed[:3]:
             print(f"failed episode (seed {t.seed}): {t.error}", file=sys.stderr)
         everything += list(batch) + list(batch.failed)

@@ -14,7 +14,13 @@ from envs.step_result import StepResult
 
 # A number not inside a word or after a decimal point; a `-` right after a digit is a dash (`1-100`).
 _NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?")
-_SYSTEM_PROMPT = "You are playing a number guessing game."
+# What may stand before the guess: markup, quotes, and a label such as "Guess:" or "My answer is".
+# Anything else (a sentence) means the number was found in prose, and prose is not a guess: a policy
+# that echoes the feedback ("Exactly 6 guesses left.") must not have its echo read as a move.
+_TAG = re.compile(r"</?[A-Za-z_]+>")
+_MARKUP = r"(?:[\s*_`#>\"'(\[]|</?[A-Za-z_]+>)*"
+_LEAD = re.compile(_MARKUP + r"(?:(?:my\s+)?(?:guess|answer)(?:\s+is)?\s*[:=]?)?" + _MARKUP, re.I)
+_SYSTEM_PROMPT = "You are playing a number guessing game. Answer with a number only."
 
 
 @lru_cache(maxsize=64)
@@ -22,8 +28,8 @@ def _game_constants(low: int, high: int, max_guesses: int) -> tuple[str, int, in
     """(opening prompt, guesses binary search needs, digits of `high`) of one range, built once."""
     prompt = (
         f"I am thinking of a whole number between {low} and {high}. "
-        f"You have {max_guesses} guesses. After each guess I say whether the number is higher or lower. "
-        "Reply with your guess: one whole number."
+        f"You have {max_guesses} guesses. After each guess I tell you whether it is too low or too high. "
+        f"Answer with the number only, for example: {(low + high) // 2}"
     )
     return prompt, math.ceil(math.log2(high - low + 1)), len(str(high))
 
@@ -45,7 +51,14 @@ class GuessNumberEnv(TextGame[int]):
     action_tool_name = "guess"
     reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden number."
-    action_help = "Reply with your guess: one whole number."
+    action_help = "Answer with the number only, for example: 10"
+    #: How `info["behaviour"]`'s counts turn into rates (envs/behaviour.py): name -> (count, out of).
+    behaviour_rates = {
+        "follow_rate": ("followed", "after_feedback"),
+        "in_range_rate": ("in_range", "guesses"),
+        "repeat_rate": ("repeats", "guesses"),
+        "with_text_rate": ("with_text", "guesses"),
+    }
 
     def __init__(self, *, reveal_range: bool = False, ruled_out_penalty: float = 0.0, **kwargs: Any):
         # With reveal_range each answer also states the range the feedback has narrowed the number to,
@@ -68,6 +81,10 @@ class GuessNumberEnv(TextGame[int]):
         # quick_random, not np_random: numpy's draw alone cost more than the rest of an episode.
         self.secret = self.quick_random.integers(self.low, self.high + 1)
         self.guesses: list[int] = []
+        # Behaviour counts (info["behaviour"]): how the guesses used the feedback.
+        self._followed = self._after_feedback = self._in_range_count = self._repeats = self._with_text = 0
+        self._read_with_text = False
+        self._last_answer: tuple[int, str] | None = None
         # What the feedback so far has revealed; the expert plays from this, never from `secret`.
         self.known_low, self.known_high = self.low, self.high
         prompt, self.optimal_guesses, self._high_digits = _game_constants(
@@ -77,7 +94,11 @@ class GuessNumberEnv(TextGame[int]):
         return opening, {"max_guesses": self.max_guesses}
 
     def parse_action(self, text: str) -> int:
-        """The guess: the one number in the reply (the same number repeated counts once)."""
+        """The guess: the one number in the reply (the same number repeated counts once), which must lead it.
+
+        Only markup or a label ("Guess:", "My answer is") may stand before the number; text after it is
+        allowed and counted (`with_text`). A reply holding several different numbers is refused.
+        """
         stripped = text.strip()
         if stripped.isdigit() and stripped.isascii():
             # The usual reply, read as the general path below reads it: one run of ASCII digits is the
@@ -106,7 +127,13 @@ class GuessNumberEnv(TextGame[int]):
                 # Out of range anyway; int() of thousands of digits would raise instead of answering.
                 raise InvalidAction(f"{written[:20]}... is outside {self.low}..{self.high}")
             found.append((written, -int(digits) if written.startswith("-") else int(digits)))
-        return self._in_range(one_move(found, what="number", missing="no number found in the reply"))
+        guess = self._in_range(one_move(found, what="number", missing="no number found in the reply"))
+        first = _NUMBER.search(stripped)
+        if _LEAD.fullmatch(stripped[: first.start()]) is None:
+            raise InvalidAction("start the reply with your guess; a number inside a sentence is not read")
+        rest = _TAG.sub("", stripped[: first.start()] + stripped[first.end() :])
+        self._read_with_text = any(c.isalpha() for c in rest)
+        return guess
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -147,9 +174,11 @@ class GuessNumberEnv(TextGame[int]):
 
     def play(self, action: int) -> StepResult:
         """Compare the guess with the secret and answer higher, lower or correct."""
+        in_range = self.known_low <= action <= self.known_high
+        self._count_behaviour(action, in_range)
         self.guesses.append(action)
         n = len(self.guesses)
-        wasted = -self.ruled_out_penalty if not self.known_low <= action <= self.known_high else 0.0
+        wasted = 0.0 if in_range else -self.ruled_out_penalty
         if action == self.secret:
             self.won = True
             reward = max(0.5, 1.0 - 0.1 * max(0, n - self.optimal_guesses))
@@ -159,7 +188,7 @@ class GuessNumberEnv(TextGame[int]):
                 reward,
                 True,
                 False,
-                {"success": True, "guesses": n},
+                {"success": True, "guesses": n, "behaviour": self.behaviour()},
             )
         if action < self.secret:
             if action >= self.known_low:
@@ -179,17 +208,47 @@ class GuessNumberEnv(TextGame[int]):
                 reward + wasted,
                 True,
                 False,
-                {"success": False, "guesses": n},
+                {"success": False, "guesses": n, "behaviour": self.behaviour()},
             )
+        self._last_answer = (action, hint)
+        # The answer names only the guess it judges: a count of guesses left was the number a small
+        # model echoed back most ("Exactly 6 guesses left."); the opening states the budget once.
+        text = f"{action} is too {'low' if hint == 'higher' else 'high'}. Guess a {hint} number."
         if self.reveal_range:
-            text = (
-                f"{action} is wrong. The number is {hint}. "
-                f"It is between {self.known_low} and {self.known_high}. {left} guesses left."
-            )
-        else:
-            text = f"{action} is wrong. The number is {hint}. {left} guesses left."
-        # Every turn returns the plain 5-tuple (and message dict): they skip two constructors.
-        return [{"role": "user", "content": text}], wasted, False, False, {}
+            text += f" It is between {self.known_low} and {self.known_high}. {left} guesses left."
+        return [{"role": "user", "content": text}], wasted, False, False, {"behaviour": self.behaviour()}
+
+    def _count_behaviour(self, action: int, in_range: bool) -> None:
+        self._in_range_count += in_range
+        self._repeats += action in self.guesses
+        self._with_text += self._read_with_text
+        self._read_with_text = False
+        if self._last_answer is not None:
+            last, hint = self._last_answer
+            self._after_feedback += 1
+            self._followed += action > last if hint == "higher" else action < last
+
+    def behaviour(self) -> dict[str, int]:
+        """How this episode's guesses used the feedback so far (counts; `behaviour_rates` makes rates).
+
+        `followed` of `after_feedback`: guesses that went the way the last answer said; `in_range`:
+        guesses the answers so far had not ruled out; `repeats`: guesses made before; `with_text`:
+        guesses read from a reply that held more than the number.
+
+        >>> env = GuessNumberEnv(difficulty="easy", action_tool=False)
+        >>> _ = env.reset(seed=0)
+        >>> _ = env.step("1"); _ = env.step("1")
+        >>> env.behaviour()
+        {'guesses': 2, 'after_feedback': 1, 'followed': 0, 'in_range': 1, 'repeats': 1, 'with_text': 0}
+        """
+        return {
+            "guesses": len(self.guesses),
+            "after_feedback": self._after_feedback,
+            "followed": self._followed,
+            "in_range": self._in_range_count,
+            "repeats": self._repeats,
+            "with_text": self._with_text,
+        }
 
     def expert_action(self) -> str:
         """Binary search on what the feedback has revealed."""

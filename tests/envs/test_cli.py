@@ -40,7 +40,7 @@ def test_play_as_a_subprocess_reading_stdin():
         text=True,
         timeout=60,
     )
-    assert proc.returncode == 0 and "50 is wrong" in proc.stdout
+    assert proc.returncode == 0 and "50 is too" in proc.stdout
 
 
 def test_experts_table(capsys):

@@ -1,4 +1,4 @@
-"""guess-number-v0's training options: the answer stating the narrowed range, and the ruled-out penalty."""
+"""guess-number-v0: reading a guess (never from prose), behaviour counts, and its training options."""
 
 import pytest
 
@@ -13,7 +13,7 @@ def test_reveal_range_states_what_the_feedback_narrowed_to():
     env = envs.make("guess-number-v0", difficulty="easy", action_tool=False, reveal_range=True)
     seed = next(s for s in range(40) if env.reset(seed=s) and 3 <= _secret(env) <= 18)
     messages, *_ = env.step("1")
-    assert "The number is higher. It is between 2 and 20. 6 guesses left." in messages[0]["content"]
+    assert "Guess a higher number. It is between 2 and 20. 6 guesses left." in messages[0]["content"]
     messages, *_ = env.step("20")
     assert "It is between 2 and 19." in messages[0]["content"]
     plain = envs.make("guess-number-v0", difficulty="easy", action_tool=False)
@@ -57,3 +57,48 @@ def test_expert_never_pays_the_penalty():
             _, reward, terminated, truncated, info = env.step(env.unwrapped.expert_action())
             assert reward >= 0.0
         assert info["success"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Exactly {s} guesses left.",  # the count a policy echoed, read as a guess before
+        "I guess {s}",
+        "The number is {s}",
+        "Yes, the correct answer is {s}",
+    ],
+)
+def test_a_number_inside_a_sentence_is_not_a_guess(reply):
+    env = envs.make("guess-number-v0", difficulty="easy", action_tool=False)
+    env.reset(seed=0)
+    game = env.unwrapped
+    _, reward, terminated, _, info = env.step(reply.format(s=game.secret))
+    assert not terminated and game.guesses == [] and "start the reply with your guess" in info["format_error"]
+
+
+@pytest.mark.parametrize(
+    "reply", ["{s}", "{s}.", "**{s}**", "Guess: {s}", "My answer is {s}", "{s} is my guess"]
+)
+def test_a_reply_that_starts_with_the_number_is_a_guess(reply):
+    env = envs.make("guess-number-v0", difficulty="easy", action_tool=False)
+    env.reset(seed=0)
+    _, _, terminated, _, info = env.step(reply.format(s=env.unwrapped.secret))
+    assert terminated and info["success"]
+    assert info["behaviour"]["with_text"] == any(c.isalpha() for c in reply.replace("{s}", ""))
+
+
+def test_behaviour_counts_follow_range_and_repeats():
+    env = envs.make("guess-number-v0", difficulty="easy", action_tool=False)
+    next(s for s in range(60) if env.reset(seed=s) and 8 <= _secret(env) <= 12)
+    info = {}
+    # 3 too low; 2 goes against it (and below 4); 3 again (a repeat, ruled out); 19 and 15 too high.
+    for guess in ("3", "2", "3", "19", "15"):
+        *_, info = env.step(guess)
+    assert info["behaviour"] == {
+        "guesses": 5,
+        "after_feedback": 4,
+        "followed": 3,  # 3 after "2 is too low", 19 after "3 is too low", 15 after "19 is too high"
+        "in_range": 3,  # 3 (first), 19 (in 4..20), 15 (in 4..18); not 2, not the repeated 3
+        "repeats": 1,
+        "with_text": 0,
+    }

@@ -1,0 +1,90 @@
+"""The trivial players beside a model: the env's random player and its scripted expert, on given seeds.
+
+A learning claim means little until it is put next to what a player that ignores the feedback
+(`random_action`) and one that plays the task well (`expert_action`) score on the same seeds, under
+the same turn cap.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from envs.behaviour import pool_behaviour
+
+PLAYERS = ("random", "expert")
+
+
+@dataclass
+class BaselineResult:
+    """How one trivial player fared over a list of seeds."""
+
+    player: str
+    episodes: int
+    successes: int
+    mean_return: float
+    behaviour: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def success_rate(self) -> float:
+        """Successes over episodes (0.0 for no episodes)."""
+        return self.successes / self.episodes if self.episodes else 0.0
+
+
+def play_baseline(
+    env_id: str,
+    player: str,
+    seeds: Sequence[int],
+    env_kwargs: dict[str, Any] | None = None,
+    max_turns: int | None = None,
+) -> BaselineResult | None:
+    """Play `player` ("random" or "expert") once on each seed; None when the env has no such player.
+
+    Args:
+        env_id: A registered env id.
+        player: "random" (the env's `random_action`, drawn from `random.Random(seed)`) or "expert".
+        seeds: The episodes' seeds, e.g. the seeds a model was evaluated on.
+        env_kwargs: Constructor kwargs, as the model's episodes had them.
+        max_turns: At most this many actions per episode (a model's turn cap), else the env's own end.
+
+    Returns:
+        The player's successes, mean return and pooled behaviour rates, or None.
+
+    >>> r = play_baseline("guess-number-v0", "expert", range(20), {"difficulty": "easy"})
+    >>> r.success_rate, r.behaviour["follow_rate"]
+    (1.0, 1.0)
+    """
+    import envs
+    from envs.behaviour import behaviour_rates_of
+
+    if player not in PLAYERS:
+        raise ValueError(f"unknown player {player!r}; choose from {', '.join(PLAYERS)}")
+    env = envs.make(env_id, **(env_kwargs or {}))
+    game = env.unwrapped
+    successes, total, counts = 0, 0.0, []
+    try:
+        for seed in seeds:
+            env.reset(seed=int(seed))
+            rng = random.Random(int(seed))
+            info: dict = {}
+            last_behaviour = None
+            for _ in range(max_turns or 10_000):
+                try:
+                    action = game.random_action(rng) if player == "random" else game.expert_action()
+                except NotImplementedError:
+                    return None
+                _, reward, terminated, truncated, info = env.step(action)
+                total += reward
+                last_behaviour = info.get("behaviour", last_behaviour)
+                if terminated or truncated:
+                    break
+            successes += bool(info.get("success"))
+            counts.append(last_behaviour)
+    finally:
+        env.close()
+    n = len(seeds)
+    return BaselineResult(
+        player, n, successes, total / n if n else 0.0, pool_behaviour(counts, behaviour_rates_of(env_id))
+    )
