@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from typing import Any
 
@@ -173,3 +174,7 @@ class MazeEnv(GridMoves, TextGame[list[str]]):
         """The next few moves of a shortest path (breadth-first search on the visible map)."""
         path = shortest_path(self.grid, self.pos, self.goal)
         return " ".join(path[: self.expert_moves_per_turn]) or "up"
+
+    def random_action(self, rng: random.Random) -> str:
+        """One direction drawn uniformly, ignoring the map (a wall is a wasted turn, as for a model)."""
+        return rng.choice(("up", "down", "left", "right"))

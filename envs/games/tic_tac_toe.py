@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import random
 import re
 from typing import Any, Literal
 
@@ -220,6 +221,10 @@ class TicTacToeEnv(TextGame[int]):
     def expert_action(self) -> str:
         """A perfect move (minimax), preferring quick wins and moves that leave the opponent ways to go wrong."""
         return str(best_move(self.board, self.mark) + 1)
+
+    def random_action(self, rng: random.Random) -> str:
+        """A cell drawn uniformly from the empty ones (a legal move that ignores the position)."""
+        return str(rng.choice(empty_cells(self.board)) + 1)
 
 
 def _index(cell: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import random
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -142,6 +143,10 @@ class WordleEnv(TextGame[str]):
         if not self.guesses:
             return _best_opener(len(self.pool))
         return _best_split(load_words(), candidates)
+
+    def random_action(self, rng: random.Random) -> str:
+        """A word drawn uniformly from the answers this game may pick, ignoring the feedback."""
+        return rng.choice(self.pool)
 
 
 def _best_split(guesses: tuple[str, ...], candidates: list[str]) -> str:

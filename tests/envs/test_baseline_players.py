@@ -33,3 +33,19 @@ def test_rates_are_pooled_over_episodes_not_averaged():
     )
     assert pooled["follow_rate"] == pytest.approx(0.9)  # 9 of 10, not the mean of 0 and 1
     assert pool_behaviour([None, {}], rates) == {}
+
+
+@pytest.mark.parametrize("env_id", ["guess-number-v0", "wordle-v0", "maze-v0", "tic-tac-toe-v0"])
+def test_every_text_game_has_a_random_player_whose_moves_are_read(env_id):
+    import random
+
+    import envs
+
+    env = envs.make(env_id)
+    env.reset(seed=3)
+    rng = random.Random(3)
+    for _ in range(4):
+        *_, terminated, truncated, info = env.step(env.unwrapped.random_action(rng))
+        assert info.get("format_error") is None  # a legal-looking move, never a format error
+        if terminated or truncated:
+            break
