@@ -3,7 +3,9 @@
     python bench/learning.py                       # the default run (what `make train` runs)
     python bench/learning.py --out /tmp/l -- trainer.total_training_steps=8   # a stated smaller run
     python bench/learning.py --parse /tmp/l        # summarize a finished run's output dir only
-    python bench/learning.py --target train-real   # what `make train-real` runs (the real-model run)
+    python bench/learning.py --target train-real   # what `make train-real` runs (the real-model run), then
+                                                   # zero-shot and trained on 128 held-out seeds of the plain
+                                                   # game beside the random player and the expert
 
 For every validation: held-out success and reward over all validation episodes (sampled with verl's
 val_kwargs, and greedy when `turngym.val_greedy` wrote greedy copies), and the share that ended by
@@ -252,6 +254,108 @@ def run(
     return process.returncode, time.time() - start, sum(seen.values()), peak, load_before, os.getloadavg()
 
 
+# The task `--target train-real` is judged on: guess-number easy as a user plays it, with none of
+# training's shaping (no ruled-out penalty, no revealed range), text moves, sampled at temperature 1.
+PLAIN_ENV = ["env=guess-number-v0", "env.difficulty=easy", "env.action_tool=false"]
+HELD_OUT_SEED = 2_000_000  # far from training's seeds (0..) and validation's (1000000..)
+REAL_MODEL = "smollm2-135m-instruct"
+
+
+def held_out_eval(model: str, out: Path, episodes: int, label: str) -> Path:
+    """Play `model` on the plain env's held-out seeds (rollout.eval, its own process); the saved episodes."""
+    saved = out / f"held_out_{label}.jsonl"
+    command = [
+        sys.executable,
+        "-m",
+        "rollout.eval",
+        *PLAIN_ENV,
+        f"model={model}",
+        f"n={episodes}",
+        f"seed={HELD_OUT_SEED}",
+        "temperature=1.0",
+        "--save",
+        str(saved),
+    ]
+    print("running:", " ".join(command), flush=True)
+    subprocess.run(command, cwd=REPO, check=True)
+    return saved
+
+
+def held_out_rows(saved: dict[str, Path], max_turns: int) -> dict[str, dict[str, float]]:
+    """{label: row} for each saved evaluation, then the random player and the expert on the same seeds."""
+    from envs.behaviour import behaviour_rates_of, pool_behaviour
+    from rollout.baseline_table import baseline_rows
+
+    rows: dict[str, dict[str, float]] = {}
+    seeds: list[int] = []
+    for label, path in saved.items():
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        seeds = sorted({int(r["seed"]) for r in records})
+        turns = sum(len(r["turns"]) for r in records)
+        unreadable = sum(1 for r in records for t in r["turns"] if t.get("format_error"))
+        rows[label] = {
+            "episodes": len(records),
+            "success_rate": sum(bool(r["success"]) for r in records) / max(1, len(records)),
+            "reward_mean": sum(r["total_reward"] for r in records) / max(1, len(records)),
+            "behaviour/readable_turn_rate": 1 - unreadable / turns if turns else 0.0,
+            **{
+                f"behaviour/{k}": v
+                for k, v in pool_behaviour(
+                    [r["metrics"].get("behaviour") for r in records], behaviour_rates_of("guess-number-v0")
+                ).items()
+            },
+        }
+    rows.update(
+        baseline_rows("guess-number-v0", seeds, {"difficulty": "easy", "action_tool": False}, max_turns)
+    )
+    return rows
+
+
+def real_model_criterion(rows: dict[str, dict[str, float]]) -> tuple[bool, str]:
+    """Issue-level bar for a real model: >= 2x the random player and >= 50 % held-out success, guesses that
+    follow the feedback >= 80 % of the time and repeat an earlier guess <= 5 % of the time."""
+    trained, random_row = rows["trained"], rows["random"]
+    success, floor = trained["success_rate"], max(0.5, 2 * random_row["success_rate"])
+    follow = trained.get("behaviour/follow_rate", 0.0)
+    repeats = trained.get("behaviour/repeat_rate", 1.0)
+    ok = success >= floor and follow >= 0.8 and repeats <= 0.05
+    lo, hi = wilson_interval(success, int(trained["episodes"]))
+    return ok, (
+        f"held-out success {success:.1%} (95 % {lo:.0%}-{hi:.0%}) against a bar of {floor:.1%} "
+        f"(2x random {random_row['success_rate']:.1%}, at least 50 %); follow {follow:.0%} (>= 80 %), "
+        f"repeats {repeats:.1%} (<= 5 %): {'PASS' if ok else 'FAIL'}"
+    )
+
+
+def print_held_out(out: Path, episodes: int, evaluate: bool) -> bool:
+    """Zero-shot and trained model on the plain env's held-out seeds beside the trivial players."""
+    from omegaconf import OmegaConf
+
+    from rollout.baseline_table import format_comparison
+
+    saved = {"zero-shot": out / "held_out_zero-shot.jsonl", "trained": out / "held_out_trained.jsonl"}
+    if evaluate:
+        saved = {
+            "zero-shot": held_out_eval(REAL_MODEL, out, episodes, "zero-shot"),
+            "trained": held_out_eval(str(out), out, episodes, "trained"),
+        }
+    missing = [str(p) for p in saved.values() if not p.is_file()]
+    if missing:
+        print(f"no held-out evaluation to summarize ({', '.join(missing)} missing)")
+        return False
+    config = OmegaConf.load(out / "config.yaml")
+    max_turns = int(OmegaConf.select(config, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns"))
+    rows = held_out_rows(saved, max_turns)
+    seeds = int(rows["trained"]["episodes"])
+    print(
+        f"held-out: the plain game ({' '.join(PLAIN_ENV)}), {seeds} seeds from {HELD_OUT_SEED}, temperature 1"
+    )
+    print(format_comparison(rows))
+    ok, line = real_model_criterion(rows)
+    print(line)
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run (or only parse) a training run and print its learning curve."""
     parser = argparse.ArgumentParser(
@@ -260,10 +364,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/turngym-bench-learning"))
     parser.add_argument("--parse", type=Path, help="only summarize this finished run's output dir")
     parser.add_argument("--target", default="train", help="the Makefile target whose trainer.run line to run")
+    parser.add_argument(
+        "--held-out",
+        type=int,
+        default=None,
+        help="episodes of the held-out evaluation of the zero-shot and trained model on the plain game "
+        "(default 128 for --target train-real, else 0 = none)",
+    )
     parser.add_argument("overrides", nargs="*", help="trainer overrides (after --)")
     args = parser.parse_args(argv)
+    held_out = args.held_out if args.held_out is not None else (128 if args.target == "train-real" else 0)
     if args.parse:
         print_summary(summarize(args.parse))
+        if held_out:
+            print_held_out(
+                args.parse, held_out, evaluate=not (args.parse / "held_out_trained.jsonl").exists()
+            )
         return 0
     if (args.out / "metrics.jsonl").exists():
         print(f"{args.out} already holds a run; pick another --out (or delete it)", file=sys.stderr)
@@ -279,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{before[0]:.1f} before -> {after[0]:.1f} after (1-min), {after[2]:.1f} (15-min), {os.cpu_count()} cores"
     )
     print(f"reward curve: {args.out / 'reward_curve.png'}")
+    if held_out and code == 0:
+        print_held_out(args.out, held_out, evaluate=True)
     return code
 
 
