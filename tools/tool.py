@@ -15,9 +15,11 @@ from typing import Any, ClassVar
 import pydantic
 
 from tools.calls import bounded_json
+from tools.loop_watch import watched
 from tools.result import ToolResult
 from tools.run_sync import run_sync
 from tools.schema import function_schema
+from tools.thread_deadline import DeadlineExceeded, thread_deadline
 
 # What the OpenAI and Anthropic APIs and chat templates accept as a function name.
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -167,31 +169,46 @@ class Tool:
         if isinstance(parsed, str):
             return ToolResult.error(f"tool `{self.name}`: {parsed}")
         parsed_args: Any = parsed
+        watch: dict[str, float] = {}
         try:
             if self.timeout_s is None:
-                out = await self._guarded_run(parsed_args, context)
+                out = await self._guarded_run(parsed_args, context, watch)
             else:
-                out = await asyncio.wait_for(self._guarded_run(parsed_args, context), self.timeout_s)
+                out = await asyncio.wait_for(self._guarded_run(parsed_args, context, watch), self.timeout_s)
         except TimeoutError:
-            return ToolResult.error(f"tool `{self.name}` timed out after {self.timeout_s:g}s")
+            result = ToolResult.error(f"tool `{self.name}` timed out after {self.timeout_s:g}s")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return ToolResult.error(f"tool `{self.name}` failed: {_exc_text(exc)}")
-        return self._finish(out)
+            result = ToolResult.error(f"tool `{self.name}` failed: {_exc_text(exc)}")
+        else:
+            result = self._finish(out)
+        if watch.get("loop_blocked_s"):  # measured by tools.loop_watch: the run held the event loop
+            result.metrics["loop_blocked_s"] = round(watch["loop_blocked_s"], 3)
+        return result
 
-    async def _guarded_run(self, args: pydantic.BaseModel, context: dict | None) -> Any:
-        # A subclass may write a plain `def run`: it runs in a worker thread so it cannot stall the event loop.
+    async def _guarded_run(
+        self, args: pydantic.BaseModel, context: dict | None, watch: dict[str, float] | None = None
+    ) -> Any:
+        # A subclass may write a plain `def run`: it runs in a worker thread so it cannot stall the event
+        # loop, and the thread is stopped at the timeout rather than left computing.
         if not inspect.iscoroutinefunction(self.run):
-            out = await asyncio.to_thread(_no_exit, self.run, {"args": args, "context": context})
+            kwargs = {"args": args, "context": context}
+            out = await asyncio.to_thread(_no_exit, self.run, kwargs, self.timeout_s)
             if inspect.isawaitable(out):  # a plain `def` that returns a coroutine
                 out = await out
             return out
+        # An async run is stepped on the loop: each stretch is timed, and one still running at the
+        # timeout is stopped (tools.loop_watch), since wait_for cannot fire while it holds the loop.
+        runner = watched(self.name, self.run(args, context), self.timeout_s)
         # asyncio re-raises SystemExit out of the event loop; a tool calling sys.exit must not end the rollout.
         try:
-            return await self.run(args, context)
+            return await runner
         except SystemExit as exc:
             raise ToolExit(exc.code) from None
+        finally:
+            if watch is not None and runner.longest_s:
+                watch["loop_blocked_s"] = runner.longest_s
 
     def call_sync(self, arguments: dict | str | None, context: dict | None = None) -> ToolResult:
         """Blocking `call`; safe inside a running event loop (runs in a worker thread then).
@@ -269,7 +286,7 @@ class FunctionTool(Tool):
             kwargs["context"] = context
         if self._is_async:
             return await self.fn(**kwargs)
-        return await asyncio.to_thread(_no_exit, self.fn, kwargs)
+        return await asyncio.to_thread(_no_exit, self.fn, kwargs, self.timeout_s)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The decorated function stays callable directly."""
@@ -286,11 +303,16 @@ class ToolExit(Exception):
         return f"SystemExit: {self.args[0]}" if self.args and self.args[0] else "SystemExit"
 
 
-def _no_exit(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+def _no_exit(fn: Callable[..., Any], kwargs: dict[str, Any], timeout_s: float | None = None) -> Any:
+    # In a worker thread: past the timeout the call has already been answered as timed out, and the
+    # thread is stopped too, so a CPU-bound tool does not go on computing for nobody.
     try:
-        return fn(**kwargs)
+        with thread_deadline(timeout_s):
+            return fn(**kwargs)
     except SystemExit as exc:
         raise ToolExit(exc.code) from None
+    except DeadlineExceeded:
+        raise TimeoutError(f"still running after {timeout_s:g} s") from None
 
 
 def tool(

@@ -76,7 +76,7 @@ class Calculator(Tool):
 
     async def run(self, args: Args, context: dict | None) -> ToolResult:
         # A little under the call's own timeout, so the model reads why rather than a bare "timed out".
-        budget = EVAL_TIMEOUT_S if self.timeout_s is None else max(self.timeout_s - 0.1, 0.05)
+        budget = EVAL_TIMEOUT_S if self.timeout_s is None else self.timeout_s - min(0.5, self.timeout_s / 4)
         try:
             text, _ = _text(await _pool.arun({"expression": args.expression}, budget))
         except WorkerTimeout:
