@@ -1,4 +1,4 @@
-"""`python -m envs list | play ID | experts | serve`: list envs, play one, evaluate the experts, serve them over HTTP.
+"""`python -m envs list | play ID | check ID | experts | serve`: list envs, play one, check one, evaluate the experts, serve them over HTTP.
 
 `--import my_pkg.my_envs` (repeatable, any subcommand) imports a module first, e.g. one that calls
 `envs.register`, so its envs can be listed and played: `python -m envs play my-env-v0 --import my_pkg.my_envs`.
@@ -78,6 +78,16 @@ def _main(argv: list[str] | None) -> int:
         metavar="KEY=VALUE",
         help="env constructor option, e.g. -o difficulty=hard (values parsed as JSON when possible)",
     )
+    check = sub.add_parser(
+        "check",
+        help="check an env: gymnasium's check_env, determinism by seed, hostile inputs, random and expert players",
+        parents=[imports],
+    )
+    check.add_argument("id", help="env id, e.g. guess-number-v0")
+    check.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 for determinism and the players")
+    check.add_argument(
+        "--option", "-o", action="append", default=[], metavar="KEY=VALUE", help="env constructor option"
+    )
     experts = sub.add_parser(
         "experts", help="evaluate the scripted experts and print a summary table", parents=[imports]
     )
@@ -114,6 +124,8 @@ def _main(argv: list[str] | None) -> int:
 
         _say_when_listening(args.host, args.port)
         return run_server(args)
+    if args.command == "check":
+        return _check(args.id, args.seeds, args.option)
     if args.command == "experts":
         from envs.expert_evaluation import evaluate_experts, format_table, left_out_line
 
@@ -133,6 +145,21 @@ def _main(argv: list[str] | None) -> int:
         raise UsageError(terminal_safe(f"play {args.id}: {e}")) from None
     ask = (lambda: _expert_move(env)) if args.expert else _ask_human
     return play_episode(env, args.seed, ask)
+
+
+def _check(env_id: str, seeds: int, options: list[str]) -> int:
+    from envs.env_check import report, run_checks
+
+    if seeds < 1:
+        raise UsageError(f"--seeds {seeds}: check at least 1 seed")
+    try:
+        envs.spec(env_id)
+        kwargs = dict(_parse_option(o) for o in options)
+        if kwargs:  # the options are the user's: a bad one is their mistake, not the env's
+            envs.make(env_id, **kwargs).close()
+    except (envs.UnknownEnvError, ValueError, TypeError) as e:
+        raise UsageError(terminal_safe(f"check {env_id}: {e}")) from None
+    return report(env_id, run_checks(env_id, range(seeds), kwargs), show=_show)
 
 
 def _list(category: str | None) -> int:
