@@ -21,15 +21,24 @@ _TAG = re.compile(r"</?[A-Za-z_]+>")
 _MARKUP = r"(?:[\s*_`#>\"'(\[]|</?[A-Za-z_]+>)*"
 _LEAD = re.compile(_MARKUP + r"(?:(?:my\s+)?(?:guess|answer)(?:\s+is)?\s*[:=]?)?" + _MARKUP, re.I)
 _SYSTEM_PROMPT = "You are playing a number guessing game. Answer with a number only."
+_SYSTEM_PROMPT_TOOL = "You are playing a number guessing game. Make each guess by calling the guess tool."
 
 
 @lru_cache(maxsize=64)
-def _game_constants(low: int, high: int, max_guesses: int) -> tuple[str, int, int]:
-    """(opening prompt, guesses binary search needs, digits of `high`) of one range, built once."""
+def _game_constants(low: int, high: int, max_guesses: int, tool: bool) -> tuple[str, int, int]:
+    """(opening prompt, guesses binary search needs, digits of `high`) of one range, built once.
+
+    The prompt names one way to answer: the `guess` tool when the game offers it, else the bare number
+    (both are read either way, but a small model given two formats at once writes neither).
+    """
+    how = (
+        "Call the guess tool with your number."
+        if tool
+        else f"Answer with the number only, for example: {(low + high) // 2}"
+    )
     prompt = (
         f"I am thinking of a whole number between {low} and {high}. "
-        f"You have {max_guesses} guesses. After each guess I tell you whether it is too low or too high. "
-        f"Answer with the number only, for example: {(low + high) // 2}"
+        f"You have {max_guesses} guesses. After each guess I tell you whether it is too low or too high. {how}"
     )
     return prompt, math.ceil(math.log2(high - low + 1)), len(str(high))
 
@@ -74,6 +83,8 @@ class GuessNumberEnv(TextGame[int]):
             raise ValueError(f"ruled_out_penalty must be >= 0, got {ruled_out_penalty!r}")
         self.ruled_out_penalty = float(ruled_out_penalty)
         super().__init__(**kwargs)
+        if self.action_tool:
+            self.action_help = "Call the guess tool with your number."
 
     def _start(self, params: dict[str, Any]):
         self.low, self.high = params["low"], params["high"]
@@ -88,9 +99,10 @@ class GuessNumberEnv(TextGame[int]):
         # What the feedback so far has revealed; the expert plays from this, never from `secret`.
         self.known_low, self.known_high = self.low, self.high
         prompt, self.optimal_guesses, self._high_digits = _game_constants(
-            self.low, self.high, self.max_guesses
+            self.low, self.high, self.max_guesses, self.action_tool
         )
-        opening = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+        system = _SYSTEM_PROMPT_TOOL if self.action_tool else _SYSTEM_PROMPT
+        opening = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         return opening, {"max_guesses": self.max_guesses}
 
     def parse_action(self, text: str) -> int:

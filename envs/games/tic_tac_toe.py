@@ -224,7 +224,8 @@ class TicTacToeEnv(TextGame[int]):
 
     def random_action(self, rng: random.Random) -> str:
         """A cell drawn uniformly from the empty ones (a legal move that ignores the position)."""
-        return str(rng.choice(empty_cells(self.board)) + 1)
+        free = empty_cells(self.board)
+        return str(rng.choice(free) + 1) if free else "1"  # a full board: any cell (the game has ended)
 
 
 def _index(cell: str) -> int:

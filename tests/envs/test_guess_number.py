@@ -102,3 +102,16 @@ def test_behaviour_counts_follow_range_and_repeats():
         "repeats": 1,
         "with_text": 0,
     }
+
+
+def test_the_prompt_names_one_way_to_answer():
+    with_tool = envs.make("guess-number-v0", difficulty="easy")
+    text_only = envs.make("guess-number-v0", difficulty="easy", action_tool=False)
+    opening = " ".join(m["content"] for m in with_tool.reset(seed=0)[0])
+    assert "guess tool" in opening and "number only" not in opening
+    assert "guess tool" in with_tool.step("hello")[0][0]["content"]
+    opening = " ".join(m["content"] for m in text_only.reset(seed=0)[0])
+    assert "number only" in opening and "tool" not in opening
+    # Both readings stay accepted whichever way the prompt asks.
+    with_tool.reset(seed=0)
+    assert with_tool.step(str(with_tool.unwrapped.secret))[4]["success"]

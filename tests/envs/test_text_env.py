@@ -29,7 +29,7 @@ def test_format_error_is_explained_and_penalised():
     env = envs.make("guess-number-v0", format_penalty=0.25)
     env.reset(seed=0)
     messages, reward, terminated, truncated, info = env.step("no idea")
-    assert "could not be used" in messages[0]["content"] and "number only" in messages[0]["content"]
+    assert "could not be used" in messages[0]["content"] and "guess tool" in messages[0]["content"]
     assert reward == -0.25 and info["format_error"] == "no number found in the reply"
     assert not terminated and not truncated
 
@@ -422,7 +422,7 @@ def test_tool_call_format_follows_what_it_is_set_to():
     env.unwrapped.set_tool_call_format("hermes")
     _, _, _, _, info = env.step('{"name": "guess", "parameters": {"number": 50')
     # Plain text now (no tool error), and a number inside other text is no guess either.
-    assert info["tool_errors"] == 0 and "start the reply" in info["format_error"]
+    assert not info.get("tool_errors") and "start the reply" in info["format_error"]
     with pytest.raises(ValueError, match="known formats"):
         env.unwrapped.set_tool_call_format("klingon")
     with pytest.raises(ValueError, match="known formats"):
