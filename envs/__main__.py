@@ -12,11 +12,12 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable
 
 import envs
 from envs.text_env import render_transcript
-from tools.cli_errors import ArgumentParser, UsageError, did_you_mean, run_cli
+from tools.cli_errors import ArgumentParser, UsageError, check_port_free, did_you_mean, run_cli
 
 # Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
 # hyperlinks, and two-byte ESC codes), then every other control character but newline and tab, C1 controls
@@ -122,8 +123,13 @@ def _main(argv: list[str] | None) -> int:
             return serve_workers(args)
         from envs.remote.server import serve as run_server
 
-        _say_when_listening(args.host, args.port)
-        return run_server(args)
+        # A port another program holds would answer the probe below: refuse it first, as the server would.
+        check_port_free(args.host, args.port)
+        served = _say_when_listening(args.host, args.port)
+        try:
+            return run_server(args)
+        finally:
+            served.set()
     if args.command == "check":
         return _check(args.id, args.seeds, args.option)
     if args.command == "experts":
@@ -208,29 +214,32 @@ def _ask_human() -> str | None:
         return None
 
 
-def _say_when_listening(host: str, port: int, wait_s: float = 300.0) -> None:
+def _say_when_listening(host: str, port: int, wait_s: float = 300.0) -> threading.Event:
     """Print ``envs serve: listening on http://HOST:PORT (one process, pid N)`` once the port accepts.
 
     uvicorn logs nothing at the default log level, and ``--workers N`` already says where it listens; the
-    one-process server is only known to be up when a connection to it succeeds, so a daemon thread tries.
+    one-process server is only known to be up when a connection to it succeeds, so a daemon thread tries
+    until then, or until the returned event is set (the server ended, e.g. refused its settings).
     """
     import socket
-    import threading
     import time
 
+    ended = threading.Event()
     if port == 0:
-        return  # the port is chosen by the system and not known here
+        return ended  # the port is chosen by the system and not known here
     target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
     shown = f"[{host}]" if ":" in host else host
 
     def wait() -> None:
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not ended.is_set():
             try:
                 socket.create_connection((target, port), timeout=1).close()
             except OSError:
-                time.sleep(0.1)
+                ended.wait(0.1)
                 continue
+            if ended.is_set():
+                return
             print(
                 f"envs serve: listening on http://{shown}:{port} (one process, pid {os.getpid()}); Ctrl-C stops it",
                 file=sys.stderr,
@@ -239,6 +248,7 @@ def _say_when_listening(host: str, port: int, wait_s: float = 300.0) -> None:
             return
 
     threading.Thread(target=wait, name="envs-serve-listening", daemon=True).start()
+    return ended
 
 
 def _expert_move(env) -> str:
