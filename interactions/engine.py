@@ -23,3 +23,28 @@ class Engine(Protocol):
     ) -> Any:
         """Generate a continuation of `prompt_ids`."""
         ...
+
+
+def chat_kwargs(
+    engine: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The extra `generate` keywords for an engine that reads chat messages (`takes_messages = True`).
+
+    A token engine (HF, SGLang, verl's server manager) reads `prompt_ids` alone and gets none; an engine
+    behind a chat API (`rollout.openai_engine.OpenAIEngine`) cannot take ids, so its callers also hand it
+    the messages the ids were rendered from, and the tool schemas.
+
+    Args:
+        engine: The engine about to be called.
+        messages: The chat the prompt ids render.
+        tools: The tool schemas the chat template was given, if any.
+
+    Returns:
+        `{}` or `{"messages": ..., "tools": ...}`.
+
+    >>> chat_kwargs(object(), [{"role": "user", "content": "hi"}])
+    {}
+    """
+    if not getattr(engine, "takes_messages", False):
+        return {}
+    return {"messages": [dict(m) for m in messages], "tools": list(tools or [])}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, TypeVar
 
-from interactions.engine import Engine
+from interactions.engine import Engine, chat_kwargs
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply, Message
 from tools.chat_encoding import ChatEncoder
 from tools.run_sync import run_sync
@@ -111,7 +111,10 @@ class LLMUser(Interaction):
         if seed is not None:
             params.setdefault("seed", seed)
         out = await self.engine.generate(
-            f"llm-user-{next(_request_ids)}", prompt_ids=prompt_ids, sampling_params=params
+            f"llm-user-{next(_request_ids)}",
+            prompt_ids=prompt_ids,
+            sampling_params=params,
+            **chat_kwargs(self.engine, conversation),
         )
         token_ids = list(getattr(out, "token_ids", None) or [])
         self.generated_tokens += len(token_ids)

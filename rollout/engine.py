@@ -12,6 +12,7 @@ from typing import Any
 
 # The contract itself sits in interactions, its lowest user (LLMUser); rollout's engines implement it.
 from interactions.engine import Engine as Engine
+from interactions.engine import chat_kwargs as chat_kwargs
 
 
 @dataclass

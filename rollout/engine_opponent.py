@@ -10,7 +10,7 @@ from typing import Any
 
 from envs.protocol import EnvProtocol
 from rollout.chat_format import ChatFormat
-from rollout.engine import Engine
+from rollout.engine import Engine, chat_kwargs
 from tools.run_sync import run_sync
 
 _request_ids = itertools.count()
@@ -76,13 +76,17 @@ class EngineOpponent:
     async def amove(self, messages: Sequence[dict[str, Any]]) -> str:
         """Async `__call__`."""
         self.moves += 1
-        text, prompt_ids = self._prompt(list(messages))
+        sent = list(messages)  # `_prompt` drops the oldest exchanges from it in place
+        text, prompt_ids = self._prompt(sent)
         params = dict(self.sampling_params)
         if self.seed is not None:
             params["seed"] = zlib.crc32(f"{self.seed}:{text}".encode()) & 0x7FFFFFFF
         try:
             out = await self.engine.generate(
-                f"opponent-{next(_request_ids)}", prompt_ids=prompt_ids, sampling_params=params
+                f"opponent-{next(_request_ids)}",
+                prompt_ids=prompt_ids,
+                sampling_params=params,
+                **chat_kwargs(self.engine, sent),
             )
         except Exception as e:  # the env counts these and ends the episode after a few in a row
             why = describe_error(e)

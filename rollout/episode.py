@@ -18,7 +18,7 @@ from typing import Any
 
 from envs.protocol import conforms, missing_members
 from rollout.chat_format import ChatFormat
-from rollout.engine import Engine, EngineRequestError
+from rollout.engine import Engine, EngineRequestError, chat_kwargs
 from rollout.engine_opponent import attach_policy_opponent
 from rollout.tool_prompt import place_tools
 from rollout.trajectory import Trajectory, TurnRecord
@@ -171,7 +171,7 @@ async def _play(play: _Play, traj: Trajectory) -> None:
             sampling["sampling_seed"] = turn_sampling_seed(int(episode_seed), generations)
         generations += 1
         t0 = time.perf_counter()
-        out = await _generate(play, traj.prompt_ids + response)
+        out = await _generate(play, traj.prompt_ids + response, traj.messages)
         tally.generate_s += time.perf_counter() - t0
         _copy_global_steps(out, traj.extra_fields)
         ids = [int(t) for t in out.token_ids][:per_turn]
@@ -282,14 +282,16 @@ def turn_sampling_seed(episode_seed: int, turn: int) -> int:
     return (episode_seed * 1_000_003 + turn * 7_919 + 1) % 2**31
 
 
-async def _generate(play: _Play, prompt_ids: list[int]) -> Any:
-    """The engine's output for `prompt_ids`, retrying transient failures as `play.cfg` allows."""
+async def _generate(play: _Play, prompt_ids: list[int], messages: list[dict[str, Any]] | None = None) -> Any:
+    """The engine's output for `prompt_ids` (rendered from `messages`), retrying transient failures as
+    `play.cfg` allows; an engine behind a chat API gets the messages too."""
     cfg = play.cfg
+    chat = chat_kwargs(play.engine, messages or [], play.fmt.tools)
     last: Exception | None = None
     for attempt in range(cfg.engine_retries + 1):
         try:
             call = play.engine.generate(
-                play.request_id, prompt_ids=prompt_ids, sampling_params=dict(play.sampling)
+                play.request_id, prompt_ids=prompt_ids, sampling_params=dict(play.sampling), **chat
             )
             if cfg.engine_timeout is not None:
                 return await asyncio.wait_for(call, cfg.engine_timeout)

@@ -6,9 +6,12 @@ checkpoints folder, a global_step_N folder or its actor folder; checkpoints are 
 verl's model merger (into <run>/export/global_step_N). Given a run, env= defaults to the run's envs (with
 their kwargs) and the token budgets to the run's; without one, to the training defaults below.
 
-Keys: env=<id> (required unless model= is a run), engine=hf|sglang, model=<path> (hf; default the
-embedded tiny model), url=<server> (sglang; default http://127.0.0.1:30000), tokenizer=<dir> (sglang;
-default model), n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
+Keys: env=<id> (required unless model= is a run), engine=hf|sglang|openai, model=<path> (hf; default the
+embedded tiny model; openai: the name the server serves, required), url=<server> (sglang; default
+http://127.0.0.1:30000; openai: an OpenAI-compatible chat-completions server, http://host:port or its /v1
+base, key from $OPENAI_API_KEY), tokenizer=<dir> (sglang, openai; default model, for openai a named model
+or else the embedded one's: it counts tokens and re-encodes replies). engine=openai evaluates but cannot
+train: the API returns text, not the sampled ids or their logprobs. n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
 top_k=-1, baselines=true (the env's random player and scripted expert on the same seeds beside the
 model, with 95 % Wilson intervals and the env's behaviour rates), max_response_tokens (everything after the prompt: training's data.max_response_length),
 max_turns (training's multi_turn.max_assistant_turns), max_new_tokens (one turn: training's
@@ -123,8 +126,17 @@ def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], str | N
             opts[key] = _typed(key, val)
         else:
             raise UsageError(_unknown_key(key))
-    if opts.get("engine", "hf") not in ("hf", "sglang"):
-        raise UsageError(f"engine={opts['engine']!r}; valid choices: hf, sglang")
+    if opts.get("engine", "hf") not in ("hf", "sglang", "openai"):
+        raise UsageError(f"engine={opts['engine']!r}; valid choices: hf, sglang, openai")
+    if opts.get("engine") == "openai":
+        if not opts.get("model"):
+            raise UsageError(
+                "engine=openai needs model=<the model name the server serves>, e.g. model=gpt-4o-mini"
+            )
+        if not str(opts.get("url", "")).startswith(("http://", "https://")):
+            raise UsageError(
+                f"engine=openai needs url=http(s)://host:port[/v1] of a chat-completions server, got {opts.get('url')!r}"
+            )
     if imports:
         opts["import"] = imports
     if "env" not in opts and "model" not in opts:
@@ -220,7 +232,7 @@ def announce_tool_placement(tokenizer: Any, plan: list[dict]) -> None:
 
 
 def build_engine(opts: dict[str, Any]):
-    """(engine, tokenizer, tokenizer path) for engine=hf|sglang."""
+    """(engine, tokenizer, tokenizer path) for engine=hf|sglang|openai."""
     from transformers import AutoTokenizer
 
     kind = opts.get("engine", "hf")
@@ -231,6 +243,14 @@ def build_engine(opts: dict[str, Any]):
         return engine, engine.tokenizer, engine.name
     from rollout.sglang_engine import SGLangEngine
 
+    if kind == "openai":
+        from rollout.embedded_model import build_embedded_model
+        from rollout.openai_engine import TEXT_ONLY_NOTE, OpenAIEngine
+
+        tok_path = opts.get("tokenizer") or build_embedded_model()
+        tokenizer = AutoTokenizer.from_pretrained(tok_path)
+        print(f"{TEXT_ONLY_NOTE} (tokenizer: {tok_path})")
+        return OpenAIEngine(opts["url"], opts["model"], tokenizer), tokenizer, str(tok_path)
     tok_path = opts.get("tokenizer") or opts.get("model")
     if tok_path is None:
         from rollout.embedded_model import build_embedded_model  # as HFEngine's default model
@@ -314,6 +334,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         settings = {}
         plan = eval_plan(opts, env_kwargs, settings)
         if opts.get("engine") == "sglang" and is_model_name(opts.get("tokenizer") or opts.get("model")):
+            opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
+        if opts.get("engine") == "openai" and is_model_name(opts.get("tokenizer") or opts["model"]):
             opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
     budgets = training_defaults(embedded=embedded, model=model_label)
     if settings.get("run"):

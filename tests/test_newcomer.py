@@ -98,6 +98,8 @@ CASES = [
     ("rollout.eval", ["env=guess-number-v0", "env.tools=spaced.yaml"], 2, "e.g. 'count_letters_with_spaces'"),
     ("rollout.eval", ["env=guess-number-v0", "model=gguf:missing.gguf"], 2, "no such file"),
     ("rollout.eval", ["env=guess-number-v0", "engine=vllm"], 2, "valid choices"),
+    ("rollout.eval", ["env=guess-number-v0", "engine=openai", "url=http://127.0.0.1:8000/v1"], 2, "needs model="),
+    ("rollout.eval", ["env=guess-number-v0", "engine=openai", "model=gpt-4o-mini"], 2, "needs url=http"),
     ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
     ("rollout.view", ["traj.jsonl"], 2, "not a trajectories JSONL"),
     ("rollout.view", ["traj.jsonl", "-o", "notes.txt/page.html"], 2, "is a file"),
