@@ -262,7 +262,6 @@ def main() -> int:
         started = time.monotonic()
         held, hog_refusals, other = hog(url, max_sessions * w)
         with ThreadPoolExecutor(16) as pool:
-            stepped = list(pool.map(lambda i: open_session(url, addresses[i % 8]), range(args.sessions)))
             codes = list(pool.map(lambda _: refused(url), range(args.refused)))
             big = list(pool.map(lambda _: oversized(url), range(args.oversized)))
             ints = list(pool.map(lambda _: long_integer(url), range(args.integers)))
@@ -270,6 +269,8 @@ def main() -> int:
                 kind: list(pool.map(lambda _, k=kind: relayed(port, w, k), range(args.relay if w > 1 else 0)))
                 for kind in ("no_token", "oversized", "trickle")
             }
+            # Last, so they are all still open (within the idle TTL) when the footprint is taken.
+            stepped = list(pool.map(lambda i: open_session(url, addresses[i % 8]), range(args.sessions)))
         bodies = [slow_body(port) for _ in range(args.slow)]
         headers = [slow_headers(port) for _ in range(args.slow)]
         time.sleep(1)  # a busy server accepts them a moment later
