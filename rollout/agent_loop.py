@@ -85,10 +85,12 @@ class TurnGymAgentLoop(AgentLoopBase):
                 env_id=env_id,
             )
         except Exception as exc:
+            from rollout.failure_trace import describe_exception, record_first_failure
             from rollout.trajectory import Trajectory
 
             traj = Trajectory(prompt_ids=[], env_id=env_id, seed=seed, failed=True, termination="failed")
-            traj.error = f"{type(exc).__name__}: {exc}"
+            traj.error = describe_exception(exc)
+            record_first_failure(exc, env_id, seed)
         finally:
             if env is not None:
                 with contextlib.suppress(Exception):

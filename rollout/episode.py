@@ -20,6 +20,7 @@ from envs.protocol import conforms, missing_members
 from rollout.chat_format import ChatFormat
 from rollout.engine import Engine, EngineRequestError, chat_kwargs
 from rollout.engine_opponent import attach_policy_opponent
+from rollout.failure_trace import describe_exception, record_first_failure
 from rollout.tool_prompt import place_tools
 from rollout.trajectory import Trajectory, TurnRecord
 
@@ -136,7 +137,8 @@ async def run_episode(
     except EpisodeFailed as exc:
         traj.failed, traj.termination, traj.error = True, "failed", str(exc)
     except Exception as exc:  # env or template trouble: this episode is lost, the batch goes on
-        traj.failed, traj.termination, traj.error = True, "failed", f"{type(exc).__name__}: {exc}"
+        traj.failed, traj.termination, traj.error = True, "failed", describe_exception(exc)
+        record_first_failure(exc, env_id, seed)
     traj.metrics = _metrics(traj, tally, time.perf_counter() - t_start)
     return traj
 

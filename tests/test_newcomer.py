@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -289,6 +290,85 @@ def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_runs_lock_is_
     assert f"took over the lock of process {holder.pid}, which is no longer running" in printed, printed
     assert seen["holder"] == os.getpid()
     assert not (out / "run.lock").exists()  # released when the run ended
+
+
+BROKEN_ENV = """\
+import envs
+from envs.games.guess_number import GuessNumberEnv
+
+
+class BrokenGuessNumber(GuessNumberEnv):
+    def _respond(self, turn):
+        if self.broken(self.seed_played):
+            scores = {}
+            return scores["missing"]  # the bug: line 9
+        return super()._respond(turn)
+
+    def _begin_episode(self, seed, options):
+        self.seed_played = seed or 0
+        return super()._begin_episode(seed, options)
+
+    def broken(self, seed):
+        return True
+
+
+class OddSeedsBroken(BrokenGuessNumber):
+    def broken(self, seed):
+        return seed % 2 == 1
+
+
+envs.register("broken-guess-v0", BrokenGuessNumber)
+envs.register("odd-seeds-broken-guess-v0", OddSeedsBroken)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["broken-guess-v0", "odd-seeds-broken-guess-v0"])
+def test_an_env_that_raises_in_training_shows_its_traceback_once_and_counts_its_failures(world, env_id):
+    """An env whose step raised KeyError gave `reward 0.000` and then verl's response_mask error, its own
+    traceback nowhere. Every episode failing stops the run at once (exit 1); some failing are counted."""
+    (world["cwd"] / "my_broken_env.py").write_text(BROKEN_ENV)
+    out = world["cwd"] / "run"
+    argv = [f"env.id={env_id}", "turngym.import_modules=[my_broken_env]", f"turngym.output_dir={out}"]
+    argv += ["turngym.warm_start.enable=false", "trainer.total_training_steps=2", "trainer.test_freq=2"]
+    argv += [
+        "env.train_episodes=16",
+        "env.val_episodes=8",
+        "data.train_batch_size=4",
+        "trainer.logger=[console]",
+    ]
+    # Ray's socket paths live under the temp dir and may not exceed 107 bytes: the system's, not the fixture's.
+    environment = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer.run", *argv],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment,
+    )
+    console = proc.stdout.splitlines()
+    where = f'{world["cwd"] / "my_broken_env.py"}", line 9, in _respond'
+    # The traceback once, on the console and in train.log, with the env's file and line.
+    assert sum(where in line for line in console) == 1, proc.stdout + proc.stderr[-3000:]
+    assert where in (out / "train.log").read_text()
+    assert console.count("[turngym] | KeyError: 'missing'") == 1, proc.stdout
+    validations = [line for line in console if "validation at step" in line and " done: " in line]
+    steps = [line for line in console if line.startswith("[turngym] step ")]
+    counts = [tuple(map(int, re.findall(r"failed (\d+)/(\d+)", line)[-1])) for line in validations + steps]
+    if env_id == "broken-guess-v0":
+        assert proc.returncode == 1, proc.stderr
+        assert steps == [] and len(validations) == 1 and counts[0][0] == counts[0][1] > 0, proc.stdout
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith(
+            f"trainer.run: every episode failed (validation at step 0: {counts[0][0]} of "
+        ), last
+        assert "response_mask" not in proc.stdout + proc.stderr
+        assert not (out / "run.lock").exists()
+        TABLE.append((f"python -m trainer.run env.id={env_id} (step raises KeyError)", last, 1))
+    else:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert len(validations) == 2 and len(steps) == 2, proc.stdout
+        assert all(0 < failed < episodes for failed, episodes in counts), proc.stdout
 
 
 def test_ctrl_c_in_training_is_one_line_with_the_resume_hint(world, capsys, monkeypatch):

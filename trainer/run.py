@@ -196,6 +196,12 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
     write_run_record(cfg, staged.identity)
 
     worker_env = export_worker_env(cfg.trainer.device == "cpu", list(cfg.turngym.import_modules))
+    # The run's first failed episode keeps its traceback here (rollout/failure_trace.py), once per command.
+    from rollout.failure_trace import FAILURE_FILE_ENV
+    from trainer.episode_failures import failure_path, forget_failures
+
+    forget_failures(out)
+    worker_env[FAILURE_FILE_ENV] = str(failure_path(out))
     os.environ.setdefault("TENSORBOARD_DIR", str(out / "tensorboard"))
     worker_env["TENSORBOARD_DIR"] = os.environ["TENSORBOARD_DIR"]
     put_worker_env(cfg, worker_env)
@@ -385,8 +391,10 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit code: 0 when training finished (or was already done), 2 for a mistake, 130 for Ctrl-C,
-        3 when a health guard in `turngym.health.halt_on` stopped training (a checkpoint of that step
-        is kept; the reason is one line on stderr).
+        1 when every episode of a validation pass or a step failed (the env's first traceback is on
+        the console and in train.log, the reason one line on stderr), 3 when a health guard in
+        `turngym.health.halt_on` stopped training (a checkpoint of that step is kept; the reason is one
+        line on stderr).
 
     Example:
         >>> import contextlib, sys
@@ -467,9 +475,12 @@ def _main(argv: list[str] | None) -> int:
             lock.release()
     if error is not None:  # raised once the console is restored, so it is never filtered away
         raise error
+    from trainer.episode_failures import stop_exit
     from trainer.health_halt import halt_exit_code
 
-    code, reason = halt_exit_code(cfg.turngym.output_dir)
+    code, reason = stop_exit(cfg.turngym.output_dir)  # every episode failed: the env is broken
+    if reason is None:
+        code, reason = halt_exit_code(cfg.turngym.output_dir)
     if reason is not None:
         print(f"trainer.run: {reason}", file=sys.stderr)
     return code

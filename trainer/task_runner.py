@@ -29,7 +29,13 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 import trainer.positive_grpo  # noqa: F401 - registers positive_grpo in verl
 from trainer.batch_field import batch_field
 from trainer.curriculum_hook import CurriculumTrainerMixin
-from trainer.episode_failures import failure_counts
+from trainer.episode_failures import (
+    EPISODES_METRIC,
+    FAILED_METRIC,
+    EpisodeFailuresTrainerMixin,
+    failed_segment,
+    failure_counts,
+)
 from trainer.health_hook import HealthTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,
@@ -47,6 +53,7 @@ from trainer.valid_groups import ValidGroupsTrainerMixin
 
 
 class TurngymTrainer(
+    EpisodeFailuresTrainerMixin,
     HealthTrainerMixin,
     ValidGroupsTrainerMixin,
     TurnAnchorsTrainerMixin,
@@ -120,10 +127,9 @@ class TurngymTrainer(
         metrics = super()._validate()
         if metrics:
             self.metrics_log.append(self.global_steps, metrics, kind="val")
-        print(
-            validation_done_line(self.global_steps, episodes, time.monotonic() - started, metrics or {}),
-            flush=True,
-        )
+        line = validation_done_line(self.global_steps, episodes, time.monotonic() - started, metrics or {})
+        print(f"{line}; {failed_segment(*self.val_failures)} episodes", flush=True)
+        self.stop_if_validation_all_failed()
         return metrics
 
     def _episode_metrics(self, batch) -> dict[str, float]:
@@ -155,7 +161,12 @@ class TurngymTrainer(
         metrics.update(self._health_metrics(batch, metrics))
         super()._compute_metrics(batch, metrics, timing_raw, global_steps=global_steps, epoch=epoch)
         self.metrics_log.append(global_steps, metrics, kind="train")
-        print(f"[turngym] {progress_line(global_steps, self.total_training_steps, metrics)}", flush=True)
+        # Failed episodes as a count on every line (health/episodes_failed, a share, stays in the metrics).
+        shown = {k: v for k, v in metrics.items() if k != "health/episodes_failed"}
+        line = progress_line(global_steps, self.total_training_steps, shown)
+        failed = float(metrics.get(FAILED_METRIC, 0.0))
+        print(f"[turngym] {line} | {failed_segment(failed, metrics.get(EPISODES_METRIC, 0.0))}", flush=True)
+        self.show_first_traceback(failed)
         self._check_health(global_steps, metrics)
 
 
@@ -165,6 +176,8 @@ VERL_PRIVATE_OVERRIDES = (
     "on_step_begin",
     "_build_replay_buffer",
     "_validate",
+    "_val_metrics_update",
+    "_balance_batch",
     "_compute_metrics",
     "_compute_advantage",
     "_next_train_batch",
