@@ -115,6 +115,7 @@ CASES = [
     ("trainer.run", ["env=guess-number", "algorithm=grpoo"], 2, "grpo"),
     ("trainer.run", ["env=guess-number", "actor_rollout_ref.actor.optim.lrr=1e-5"], 2, "did you mean"),
     ("trainer.run", ["env=guess-number", "model=gguf:missing.gguf"], 2, "no such file"),
+    ("trainer.run", ["env=guess-number", "turngym.keep_optimizer=lates"], 2, "did you mean latest"),
     # env.kwargs.* with a group apply to every env of it, so a bad value is refused like with env.id.
     ("trainer.run", ["env=guess-number", "env.kwargs.tools=tools.yaml"], 2, "entry: calculater"),
     ("trainer.run", ["env=guess-number", "env.kwargs.difficulty=impossible"], 2, "unknown difficulty"),

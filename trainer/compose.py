@@ -185,6 +185,12 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"trainer.device={cfg.trainer.device!r}; valid choices: auto, cpu, cuda, npu")
     if int(cfg.trainer.total_training_steps) < 1:
         raise ConfigError("trainer.total_training_steps must be >= 1")
+    if cfg.turngym.get("keep_optimizer", "latest") not in ("latest", "all"):
+        from tools.cli_errors import did_you_mean
+
+        hint = did_you_mean(str(cfg.turngym.keep_optimizer), ["latest", "all"])
+        message = f"turngym.keep_optimizer={cfg.turngym.keep_optimizer!r}; valid choices: latest, all"
+        raise ConfigError(f"{message}; {hint}" if hint else message)
     from trainer.registry_checks import check_registry_values
 
     check_registry_values(cfg)
