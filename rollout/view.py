@@ -40,7 +40,7 @@ body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}
 .ep{background:#fff;border:1px solid #ddd;border-radius:6px;margin:1em 0;padding:.8em;min-width:0}
 .head{font-weight:600;margin-bottom:.4em}.meta{color:#555;font-size:.9em;margin-bottom:.5em}
 .toks{font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap;word-break:break-all;line-height:1.6}
-.p{color:#888}.g{background:#d8f5d0}.g1{background:#eef3b8}.g2{background:#fbe2a0}.g3{background:#f8c284}
+.p{color:#888}summary{cursor:pointer;font-family:system-ui,sans-serif}.g{background:#d8f5d0}.g1{background:#eef3b8}.g2{background:#fbe2a0}.g3{background:#f8c284}
 .g4{background:#f29a80}.e{background:#dde8fb}
 .r{background:#333;color:#fff;border-radius:3px;padding:0 3px;margin-left:2px;font-size:10px}
 .a{background:#6a3d9a;color:#fff;border-radius:3px;padding:0 3px;margin-left:2px;font-size:10px}
@@ -48,10 +48,11 @@ body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}
 th:first-child,td:first-child{text-align:left}.index a{margin-right:.6em}.fail{color:#b00}.good{color:#080}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:1em}.pair>.ep{margin:.3em 0}
-.item>.ep,.item>.pair{content-visibility:auto;contain-intrinsic-size:auto 240px}
+.item:target .ep,.item:target>.ep{border-color:#36c;box-shadow:0 0 0 2px #36c}
 .filters{margin:.3em 0}input[type=radio]{position:absolute;opacity:0}
 .filters label{display:inline-block;border:1px solid #999;border-radius:3px;padding:1px 6px;margin:2px;cursor:pointer}
-.note{color:#555;font-size:.9em}
+.note{color:#555;font-size:.9em}.scroll{max-height:45vh;overflow:auto;display:inline-block;border:1px solid #ddd}
+.scroll table{margin:0}
 """
 
 # The success filters: (id, label, class an item must carry); compare mode has its own.
@@ -398,7 +399,11 @@ def episode_html(t: Trajectory, tokenizer: Any, heading: str, anchor: str | None
         turn_adv = ", ".join(f"{advantages[p]:+.3f}" for p in positions if p < n)
         out.append(f"<div class='meta'>per-turn advantages: [{turn_adv}]</div>")
     out.append("<div class='toks'>")
-    out.append(f"<span class='p'>{_e(''.join(piece(i) for i in t.prompt_ids))}</span>")
+    # The prompt is mostly the same system text in every episode: folded, so the replies are what one sees.
+    prompt = _e("".join(piece(i) for i in t.prompt_ids))
+    out.append(
+        f"<details><summary class='p'>prompt ({len(t.prompt_ids)} tokens)</summary><span class='p'>{prompt}</span></details>"
+    )
     env_run: list[str] = []
     for i, (token, mask) in enumerate(zip(t.response_ids, t.loss_mask, strict=True)):
         if not mask:
@@ -556,7 +561,7 @@ def render_comparison_html(
         f"{sum(a is not None and b is not None for a, b in pairs)} pairs on (env, seed, index in its group)</div>",
         summary_html(before, after, labels, baselines=baselines),
         _filters(_PAIR_FILTERS, counts, envs_seen, env_counts),
-        "<div class='main'><h2>Episodes</h2><table class='index'><tr><th>pair</th><th>env</th><th>seed</th>"
+        "<div class='main'><h2>Episodes</h2><div class='scroll'><table class='index'><tr><th>pair</th><th>env</th><th>seed</th>"
         f"<th>{_e(labels[0])}</th><th>{_e(labels[1])}</th><th>reward change</th></tr>",
     ]
 
@@ -574,7 +579,7 @@ def render_comparison_html(
             f"<tr class='{cls}'><td><a href='#p{k}'>#{k}</a></td><td>{_e(t.env_id)}</td><td>{_e(t.seed)}</td>"  # type: ignore[union-attr]
             f"{cell(a)}{cell(b)}<td>{delta}</td></tr>"
         )
-    body.append("</table>")
+    body.append("</table></div>")
     body.append(
         _legend(
             any(
