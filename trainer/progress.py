@@ -189,6 +189,24 @@ def validation_done_line(step: int, episodes: int | None, seconds: float, metric
     )
 
 
+# A live line: a console tag, then LIVE_MARK (`[turngym] ~ step 3/20 episodes: 17/64 finished, 45 s`). On a
+# terminal each rewrites the previous one of the same phase (the text before the first ": ") in place.
+LIVE_MARK = " ~ "
+_CLEAR_LINE = "\r\x1b[K"
+
+
+def live_key(message: str) -> str | None:
+    """The phase a live line belongs to (its text before the first ": "), or None for any other line.
+
+    >>> live_key("[warm start] ~ training: 12/192 steps"), live_key("[turngym] step 3/20 | reward 0.4")
+    ('[warm start] ~ training', None)
+    """
+    for tag in CONSOLE_TAGS:
+        if message.startswith(tag + LIVE_MARK):
+            return message.split(": ", 1)[0]
+    return None
+
+
 def strip_ansi(text: str) -> str:
     """``text`` without terminal escape sequences."""
     return ANSI_ESCAPE.sub("", text)
@@ -217,6 +235,7 @@ class ConsoleFilter:
         self._log: BinaryIO | None = None
         self._saved: dict[int, int] = {}
         self._pumps: list[threading.Thread] = []
+        self._live: str | None = None  # the phase whose live line the terminal shows unfinished
 
     def __enter__(self) -> ConsoleFilter:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -248,6 +267,11 @@ class ConsoleFilter:
         for pump in self._pumps:
             # Child processes (Ray's daemons) may still hold the pipe open: do not wait on them.
             pump.join(timeout=5)
+        with self._lock:
+            if self._live is not None and self._saved:  # end a live line left open
+                with contextlib.suppress(OSError):
+                    os.write(next(iter(self._saved.values())), b"\n")
+                self._live = None
         for console in self._saved.values():
             os.close(console)
         self._saved.clear()
@@ -267,9 +291,23 @@ class ConsoleFilter:
                             self._log.write(plain.encode())
                             self._log.flush()
                     shown = (text if tty else plain) if self.verbose else turngym_message(plain)
+                    if shown and tty and not self.verbose:
+                        shown = self._in_place(shown)
                     if shown:
                         data = shown.encode()
                         while data:
                             data = data[os.write(console, data) :]
                 except Exception:  # noqa: BLE001 - the pump must keep draining or writers block
                     continue
+
+    def _in_place(self, message: str) -> str:
+        """What a terminal gets for `message`: a live line rewrites the open one of its phase."""
+        key = live_key(message)
+        with self._lock:
+            if key is not None:
+                prefix = _CLEAR_LINE if self._live == key else ("\n" if self._live else "")
+                self._live = key
+                return prefix + message.rstrip("\n")
+            prefix = "\n" if self._live else ""
+            self._live = None
+            return prefix + message

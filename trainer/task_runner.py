@@ -37,6 +37,7 @@ from trainer.episode_failures import (
     failure_counts,
 )
 from trainer.health_hook import HealthTrainerMixin
+from trainer.phase_progress import PHASE_OVERRIDES, PhaseProgressTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,
     TURNS_KEY,
@@ -55,6 +56,7 @@ from trainer.valid_groups import ValidGroupsTrainerMixin
 class TurngymTrainer(
     EpisodeFailuresTrainerMixin,
     HealthTrainerMixin,
+    PhaseProgressTrainerMixin,
     ValidGroupsTrainerMixin,
     TurnAnchorsTrainerMixin,
     CurriculumTrainerMixin,
@@ -183,6 +185,7 @@ VERL_PRIVATE_OVERRIDES = (
     "_next_train_batch",
     "_save_checkpoint",
     "_load_checkpoint",
+    *PHASE_OVERRIDES,
 )
 
 

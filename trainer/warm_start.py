@@ -156,6 +156,7 @@ def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int
     metrics_file.unlink(missing_ok=True)  # losses of an earlier attempt are not this one's
     losses: list[float] = []
     offset = 0
+    bar = LossBar(total_steps)
     command = [sys.executable, "-m", "trainer.warm_start_worker", str(config_file)]
     with log_file.open("w") as log:
         process = subprocess.Popen(
@@ -166,10 +167,11 @@ def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int
             steps, offset = _logged_losses(metrics_file, offset)
             for step, loss in steps:
                 losses.append(loss)
-                _print_step(step, total_steps, loss)
+                bar(step, total_steps, loss)
             if code is not None:
                 break
             time.sleep(POLL_SECONDS)
+    bar.close()
     if code != 0:
         tail = log_file.read_text(errors="replace").splitlines(keepends=True)[-40:]
         raise WarmStartError(
@@ -284,8 +286,9 @@ def warm_start(
             batch_size=batch_size,
             seed=seed,
             max_length=max_length,
-            on_step=_print_step,
+            on_step=(bar := LossBar(sft_steps(episodes, batch_size, epochs))),
         )
+        bar.close()
         model_dir = assemble_model(Path(base_model), out_dir / "trained", out_dir / "model")
         return _finish(marker, base_model, model_dir, demos, losses, start_time, engine)
     config = sft_config(
@@ -311,8 +314,63 @@ def warm_start(
     return _finish(marker, base_model, model_dir, demos, losses, start_time, engine)
 
 
-def _print_step(step: int, total: int, loss: float) -> None:
-    print(f"[warm start] step {step}/{total}: loss {loss:.3f}", flush=True)
+class LossBar:
+    """The warm start's progress as a tqdm bar with the latest loss, shown as live lines
+    (``[warm start] ~ training: 40%|####      | 77/192 [00:46<01:09, loss 0.912]``) that a terminal
+    rewrites in place (trainer.progress.ConsoleFilter) and train.log keeps every few seconds (the run
+    prints the first and last loss when the warm start is done).
+
+    >>> shown = []
+    >>> bar = LossBar(2, show=shown.append)
+    >>> bar(1, 2, 1.5); bar(2, 2, 0.5); bar.close()
+    >>> shown[-1].split("|")[0], shown[-1].split("|")[-1][-11:]
+    ('[warm start] ~ training: 100%', 'loss 0.500]')
+    """
+
+    def __init__(self, total: int, show: Any = None, mininterval: float = 3.0) -> None:
+        from tqdm import tqdm
+
+        self.show = show or (lambda line: print(line, flush=True))
+        self._lines = _Lines(self.show)
+        self.bar = tqdm(
+            total=total,
+            desc="[warm start] ~ training",
+            unit="step",
+            file=self._lines,
+            mininterval=mininterval,
+            ascii=True,
+            ncols=100,
+            dynamic_ncols=False,
+        )
+
+    def __call__(self, step: int, total: int, loss: float) -> None:
+        """Advance the bar to optimizer step `step` of `total`, showing its loss."""
+        self.bar.total = total
+        self.bar.set_postfix_str(f"loss {loss:.3f}", refresh=False)
+        self.bar.update(step - self.bar.n)
+
+    def close(self) -> None:
+        """Show the bar's last state."""
+        self.bar.close()
+
+
+class _Lines:
+    """A file for tqdm: each state of the bar (written after a carriage return) becomes one whole line."""
+
+    def __init__(self, show: Any) -> None:
+        self.show = show
+        self._last = ""
+
+    def write(self, text: str) -> int:
+        for part in text.replace("\n", "\r").split("\r"):
+            part = part.strip()
+            if part and part != self._last:
+                self.show(part)
+                self._last = part
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
 
 
 def _finish(
