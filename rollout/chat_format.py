@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tools.chat_encoding import ChatEncoder
-from tools.render_deadline import RENDER_TIMEOUT_S, RenderTimeout, render_deadline
+from tools.render_deadline import RENDER_TIMEOUT_S, RenderTimeout, bounded_render
 
 _MARK = "\u2063TURNGYM_PROBE\u2063"
 _PROBE_USER = {"role": "user", "content": "probe"}
@@ -74,8 +74,10 @@ class ChatFormat:
     # ----- rendering -----------------------------------------------------------------------------
     def render(self, messages: list[dict], add_generation_prompt: bool = False) -> str:
         """The template's text for `messages` (with this format's tools and kwargs)."""
-        with _bounded(), render_deadline(self.render_timeout_s):
-            return self.tokenizer.apply_chat_template(
+        with _bounded():
+            return bounded_render(
+                self.render_timeout_s,
+                self.tokenizer.apply_chat_template,
                 messages,
                 tools=self.tools,
                 tokenize=False,

@@ -21,7 +21,7 @@ import json
 import logging
 from typing import Any
 
-from tools.render_deadline import render_deadline
+from tools.render_deadline import RENDER_TIMEOUT_S, bounded_render
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +42,15 @@ _warned: set[int] = set()
 def template_renders_tools(tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> bool:
     """Whether the tokenizer's chat template writes a `tools=[...]` schema into the prompt."""
     messages = [{"role": "user", "content": _USER_MARK}]
-    with render_deadline():  # the template is the tokenizer publisher's code
-        text = tokenizer.apply_chat_template(
-            messages, tools=[_PROBE_TOOL], tokenize=False, **(chat_template_kwargs or {})
-        )
+    # The template is the tokenizer publisher's code: its render is time-bound.
+    text = bounded_render(
+        RENDER_TIMEOUT_S,
+        tokenizer.apply_chat_template,
+        messages,
+        tools=[_PROBE_TOOL],
+        tokenize=False,
+        **(chat_template_kwargs or {}),
+    )
     return _PROBE_NAME in text
 
 
@@ -53,12 +58,16 @@ def default_system_prompt(tokenizer: Any, chat_template_kwargs: dict[str, Any] |
     """The system text the template inserts when a conversation has no system message ("" if none)."""
     kwargs = chat_template_kwargs or {}
     user = {"role": "user", "content": _USER_MARK}
-    with render_deadline():
-        with_system = tokenizer.apply_chat_template(
-            [{"role": "system", "content": _SYSTEM_MARK}, user], tokenize=False, **kwargs
-        )
-    with render_deadline():
-        without = tokenizer.apply_chat_template([user], tokenize=False, **kwargs)
+    with_system = bounded_render(
+        RENDER_TIMEOUT_S,
+        tokenizer.apply_chat_template,
+        [{"role": "system", "content": _SYSTEM_MARK}, user],
+        tokenize=False,
+        **kwargs,
+    )
+    without = bounded_render(
+        RENDER_TIMEOUT_S, tokenizer.apply_chat_template, [user], tokenize=False, **kwargs
+    )
     at = with_system.find(_SYSTEM_MARK)
     if at < 0:
         return ""

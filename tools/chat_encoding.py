@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from tools.render_deadline import RENDER_TIMEOUT_S, render_deadline
+from tools.render_deadline import RENDER_TIMEOUT_S, bounded_render
 
 _ESC = "\ue000"  # starts a sentinel pair; the second character names the escaped string
 _FIRST = 0xF0000  # Supplementary Private Use Area-A: room for 65534 escaped strings
@@ -100,14 +100,15 @@ class ChatEncoder:
         """
         escaped = self.escape_messages(messages, keep_roles)
         escaped_tools = self.escape(list(tools)) if tools else None
-        with render_deadline(self.render_timeout_s):
-            return self.tokenizer.apply_chat_template(
-                escaped,
-                tools=escaped_tools,
-                tokenize=False,
-                add_generation_prompt=add_generation_prompt,
-                **(template_kwargs or {}),
-            )
+        return bounded_render(
+            self.render_timeout_s,
+            self.tokenizer.apply_chat_template,
+            escaped,
+            tools=escaped_tools,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            **(template_kwargs or {}),
+        )
 
     def encode_chat(
         self,

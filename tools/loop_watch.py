@@ -5,9 +5,10 @@ nothing else does: no other episode, no `/health`. A tool that computes there (a
 blocking call) freezes the process, and `asyncio.wait_for` cannot fire its timeout until the stretch
 ends. `watched(tool, coroutine)` drives the coroutine itself, timing every stretch:
 
-- a stretch longer than `WARN_STEP_S` is logged once per tool (what to do instead: a plain `def run`,
-  which runs in a worker thread, or `await asyncio.to_thread(...)`), counted in `blocking_report()` and
-  put in the result's metrics as `loop_blocked_s` by the caller;
+- a stretch that computes longer than `WARN_STEP_S` (or blocks longer than `WARN_WALL_S`) is logged
+  once per tool (what to do instead: a plain `def run`, which runs in a worker thread, or `await
+  asyncio.to_thread(...)`), counted in `blocking_report()` and put in the result's metrics as
+  `loop_blocked_s` by the caller;
 - a stretch still running when the call's `timeout_s` is up is stopped (`tools.thread_deadline` raises
   in the loop's thread at the next bytecode) and the call ends as a timeout. A single C call that blocks
   (`time.sleep`, a blocking read) cannot be interrupted this way; it is still measured and reported.
@@ -21,12 +22,15 @@ import time
 from collections.abc import Coroutine, Generator
 from typing import Any
 
-from tools.thread_deadline import DeadlineExceeded, thread_deadline
+from tools.thread_deadline import DeadlineExceeded, call_with_deadline
 
 log = logging.getLogger(__name__)
 
-#: A stretch of an async tool longer than this holds every other episode up: warned about and counted.
+#: A stretch of an async tool that computes longer than this (CPU time of the loop's thread, so that a
+#: busy machine's preemption does not count against an innocent tool) holds every other episode up:
+#: warned about and counted, as is any stretch over `WARN_WALL_S` (a blocking call such as time.sleep).
 WARN_STEP_S = 0.1
+WARN_WALL_S = 1.0
 
 _lock = threading.Lock()
 _report: dict[str, dict[str, float]] = {}
@@ -89,20 +93,19 @@ class Watched:
         try:
             while True:
                 left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
-                started = time.monotonic()
+                started, cpu = time.monotonic(), time.thread_time()
                 try:
-                    with thread_deadline(left):
-                        if throw is not None:
-                            yielded = self.coroutine.throw(throw)
-                        else:
-                            yielded = self.coroutine.send(send)
+                    if throw is not None:
+                        yielded = call_with_deadline(left, self.coroutine.throw, throw)
+                    else:
+                        yielded = call_with_deadline(left, self.coroutine.send, send)
                 except StopIteration as stop:
-                    self._timed(time.monotonic() - started)
+                    self._timed(time.monotonic() - started, time.thread_time() - cpu)
                     return stop.value
                 except DeadlineExceeded:
-                    self._timed(time.monotonic() - started)
+                    self._timed(time.monotonic() - started, None)
                     raise TimeoutError(f"tool `{self.name}` held the event loop past its timeout") from None
-                self._timed(time.monotonic() - started)
+                self._timed(time.monotonic() - started, time.thread_time() - cpu)
                 try:
                     send, throw = (yield yielded), None
                 except BaseException as exc:  # cancellation and the like go to the tool's coroutine
@@ -110,8 +113,9 @@ class Watched:
         finally:
             self.coroutine.close()
 
-    def _timed(self, seconds: float) -> None:
-        if seconds > WARN_STEP_S:
+    def _timed(self, seconds: float, cpu_s: float | None) -> None:
+        # cpu_s None: the stretch was stopped at the call's timeout, which is blocking by definition.
+        if cpu_s is None or cpu_s > WARN_STEP_S or seconds > WARN_WALL_S:
             self.longest_s = max(self.longest_s, seconds)
             _record(self.name, seconds)
 

@@ -19,7 +19,7 @@ from tools.loop_watch import watched
 from tools.result import ToolResult
 from tools.run_sync import run_sync
 from tools.schema import function_schema
-from tools.thread_deadline import DeadlineExceeded, thread_deadline
+from tools.thread_deadline import DeadlineExceeded, call_with_deadline
 
 # What the OpenAI and Anthropic APIs and chat templates accept as a function name.
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -307,8 +307,7 @@ def _no_exit(fn: Callable[..., Any], kwargs: dict[str, Any], timeout_s: float | 
     # In a worker thread: past the timeout the call has already been answered as timed out, and the
     # thread is stopped too, so a CPU-bound tool does not go on computing for nobody.
     try:
-        with thread_deadline(timeout_s):
-            return fn(**kwargs)
+        return call_with_deadline(timeout_s, fn, **kwargs)
     except SystemExit as exc:
         raise ToolExit(exc.code) from None
     except DeadlineExceeded:
