@@ -184,6 +184,8 @@ def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | Non
             "turngym_termination": traj.termination,
             "env_id": traj.env_id,
             "turngym_health": episode_health(traj, tokenizer),
+            # the env's behaviour counts, for training dumps (trainer/step_dump.py) and rollout.view
+            "turngym_behaviour": m.get("behaviour"),
             "reward_extra_info": {
                 "success": float(bool(traj.success)),
                 "turns": float(traj.num_turns),

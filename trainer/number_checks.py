@@ -103,6 +103,7 @@ RANGES: dict[str, Bound] = {
     "algorithm.lam": PROBABILITY,
     "algorithm.kl_ctrl.kl_coef": RATE,
     "turngym.max_tokens_per_turn": COUNT_OR_NULL,
+    "turngym.dump_every": Bound(whole=True, low=0, nullable=True),
     "turngym.env_server_timeout_s": POSITIVE,
     "turngym.warm_start.episodes": COUNT,
     "turngym.warm_start.epochs": COUNT,

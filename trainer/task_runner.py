@@ -49,6 +49,7 @@ from trainer.progress import (
     validation_start_line,
 )
 from trainer.sample_objects import sample_objects
+from trainer.step_dump import StepDumpTrainerMixin
 from trainer.turn_credit import TurnAnchorsTrainerMixin  # also registers turngym's estimators in verl
 from trainer.valid_groups import ValidGroupsTrainerMixin
 
@@ -60,6 +61,7 @@ class TurngymTrainer(
     ValidGroupsTrainerMixin,
     TurnAnchorsTrainerMixin,
     CurriculumTrainerMixin,
+    StepDumpTrainerMixin,
     PPOTrainerSync,
 ):
     """verl's synchronous trainer plus turngym's progress line, metrics JSONL, success rate and curriculum."""
