@@ -17,8 +17,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
-
 KEEP_CHOICES = ("latest", "all")
 MARKER = "optimizer_dropped.txt"
 _OPTIMIZER_SHARD = re.compile(r"optim_world_size_\d+_rank_\d+\.pt")
@@ -38,7 +36,7 @@ def drop_older_optimizer_states(checkpoints: str | Path, latest: str | Path) -> 
     Returns:
         The bytes freed.
 
-    >>> import tempfile, pathlib
+    >>> import pathlib, shutil, tempfile
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> for step in (4, 8):
     ...     (root / f"global_step_{step}" / "actor").mkdir(parents=True)
@@ -47,6 +45,7 @@ def drop_older_optimizer_states(checkpoints: str | Path, latest: str | Path) -> 
     10
     >>> sorted(p.name for p in (root / "global_step_4").rglob("*"))
     ['actor', 'optimizer_dropped.txt']
+    >>> shutil.rmtree(root)
     """
     root, keep = Path(checkpoints), Path(latest).resolve()
     freed = 0
@@ -77,8 +76,15 @@ def drop_older_optimizer_states(checkpoints: str | Path, latest: str | Path) -> 
     return freed
 
 
-class KeepOptimizerInLatest(CheckpointCallback):
-    """verl checkpoint callback (`trainer.checkpoint_callback_class`): drop older checkpoints' optimizer."""
+class KeepOptimizerInLatest:
+    """verl checkpoint callback (`trainer.checkpoint_callback_class`): drop older checkpoints' optimizer.
+
+    The shape of verl's `CheckpointCallback` (built with `config=`, called as `on_save(...)`), without
+    subclassing it: verl loads it by name only, and this module then imports without verl or Ray.
+    """
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config
 
     def on_save(
         self, trainer: Any, global_step: int, checkpoint_dir: str, async_save: bool = False, **kwargs: Any
