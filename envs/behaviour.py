@@ -9,6 +9,7 @@ of denominators), so an episode with many guesses weighs more than one with a si
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 
 def pool_behaviour(
@@ -53,3 +54,35 @@ def behaviour_rates_of(env_id: str) -> dict[str, tuple[str, str]]:
     except Exception:  # an id registered by a module this process has not imported: nothing to pool
         return {}
     return dict(getattr(env_class, "behaviour_rates", {}) or {})
+
+
+@lru_cache(maxsize=1)
+def behaviour_count_keys() -> tuple[str, ...]:
+    """Every count any registered env's `behaviour_rates` names, sorted: one fixed set of per-episode
+    columns for a training batch that mixes envs (verl needs the same keys on every row).
+
+    >>> {"followed", "after_feedback"} <= set(behaviour_count_keys())
+    True
+    """
+    import envs
+
+    keys: set[str] = set()
+    for spec in envs.list_envs():
+        try:
+            env_class = spec.load()
+        except Exception:  # an env whose module fails to import reports nothing here; `make` says why
+            continue
+        for pair in (getattr(env_class, "behaviour_rates", None) or {}).values():
+            keys.update(pair)
+    return tuple(sorted(keys))
+
+
+def rates_from_means(means: Mapping[str, float], rates: Mapping[str, tuple[str, str]]) -> dict[str, float]:
+    """Pooled rates from per-episode mean counts (the ratio of the means is the ratio of the sums).
+
+    >>> rates_from_means({"followed": 1.5, "after_feedback": 2.0}, {"follow_rate": ("followed", "after_feedback")})
+    {'follow_rate': 0.75}
+    """
+    return {
+        name: means[num] / means[den] for name, (num, den) in rates.items() if num in means and means.get(den)
+    }

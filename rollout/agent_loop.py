@@ -169,6 +169,15 @@ def episode_health(traj: Any, tokenizer: Any) -> dict[str, Any]:
     }
 
 
+def behaviour_columns(counts: dict[str, int] | None) -> dict[str, float]:
+    """``behaviour_<count>`` for every count a registered env reports (0.0 where this episode has none):
+    verl keeps the same reward_extra_info keys on every row of a batch that mixes envs."""
+    from envs.behaviour import behaviour_count_keys
+
+    counts = counts or {}
+    return {f"behaviour_{key}": float(counts.get(key, 0)) for key in behaviour_count_keys()}
+
+
 def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | None) -> AgentLoopOutput:
     """An AgentLoopOutput for verl; a failed episode becomes a masked-out placeholder flagged in extras."""
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -194,6 +203,8 @@ def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | Non
                 # per episode: turns cut by the per-turn cap (or the budget), replies the env could not read
                 "turns_cut": float(m.get("turns_cut", 0)),
                 "format_errors": float(m.get("format_errors", 0)),
+                # The env's behaviour counts (envs/behaviour.py), one column per count any env names.
+                **behaviour_columns(m.get("behaviour")),
             },
         }
     )

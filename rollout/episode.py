@@ -59,6 +59,8 @@ class _Tally:
     env_s: float = 0.0
     tokenize_s: float = 0.0
     engine_retries: int = 0
+    # The env's latest behaviour counts (info["behaviour"], cumulative over the episode), if it reports any.
+    behaviour: dict[str, int] | None = None
 
 
 @dataclass
@@ -212,6 +214,8 @@ async def _play(play: _Play, traj: Trajectory) -> None:
         turn.tool_errors = int(info.get("tool_errors") or 0)
         if "success" in info:
             traj.success = bool(info["success"])
+        if "behaviour" in info:
+            tally.behaviour = info["behaviour"]
         traj.messages.extend(new_messages)
         if terminated or truncated:
             traj.termination = "terminated" if terminated else "truncated"
@@ -347,4 +351,5 @@ def _metrics(traj: Trajectory, tally: _Tally, wall: float) -> dict[str, Any]:
         "generate_s": tally.generate_s,
         "env_s": tally.env_s,
         "tokenize_s": tally.tokenize_s,
+        "behaviour": tally.behaviour,
     }

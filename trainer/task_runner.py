@@ -28,6 +28,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 import trainer.positive_grpo  # noqa: F401 - registers positive_grpo in verl
 from trainer.batch_field import batch_field
+from trainer.behaviour_metrics import batch_behaviour, validation_behaviour, validation_source_lines
 from trainer.curriculum_hook import CurriculumTrainerMixin
 from trainer.episode_failures import (
     EPISODES_METRIC,
@@ -130,9 +131,12 @@ class TurngymTrainer(
         started = time.monotonic()
         metrics = super()._validate()
         if metrics:
+            metrics.update(validation_behaviour(metrics))
             self.metrics_log.append(self.global_steps, metrics, kind="val")
         line = validation_done_line(self.global_steps, episodes, time.monotonic() - started, metrics or {})
         print(f"{line}; {failed_segment(*self.val_failures)} episodes", flush=True)
+        for source_line in validation_source_lines(metrics or {}):
+            print(f"[turngym]   {source_line}", flush=True)
         self.stop_if_validation_all_failed()
         return metrics
 
@@ -155,6 +159,7 @@ class TurngymTrainer(
         if len(success):
             metrics[SUCCESS_KEY] = float(success.mean())
         metrics.update(failure_counts(extra_fields))
+        metrics.update(batch_behaviour(extra_fields))
         turns = episode_turns(extra_fields)
         if turns:
             metrics[TURNS_KEY] = float(np.mean(turns))

@@ -1,0 +1,47 @@
+"""Behaviour counts ride in reward_extra_info with the same keys on every row and come back as rates."""
+
+import pytest
+
+from rollout.agent_loop import behaviour_columns
+from trainer.behaviour_metrics import batch_behaviour, validation_behaviour, validation_source_lines
+
+
+def test_every_row_gets_the_same_behaviour_columns_whatever_its_env():
+    guess = behaviour_columns({"guesses": 3, "followed": 1, "after_feedback": 2})
+    other = behaviour_columns(None)  # wordle, a tool env, a failed episode: no counts
+    assert guess.keys() == other.keys() and "behaviour_followed" in guess
+    assert guess["behaviour_followed"] == 1.0 and set(other.values()) == {0.0}
+
+
+def test_a_mixed_batch_pools_each_env_on_its_own():
+    rows = [
+        {
+            "env_id": "guess-number-v0",
+            "reward_extra_info": behaviour_columns({"followed": 3, "after_feedback": 4}),
+        },
+        {
+            "env_id": "guess-number-v0",
+            "reward_extra_info": behaviour_columns({"followed": 0, "after_feedback": 0}),
+        },
+        {"env_id": "wordle-v0", "reward_extra_info": behaviour_columns(None)},
+        None,
+    ]
+    metrics = batch_behaviour(rows)
+    assert metrics["turngym/behaviour/guess-number-v0/follow_rate"] == pytest.approx(0.75)
+    assert not any("wordle" in k for k in metrics)  # no rates declared, nothing invented
+
+
+def test_validation_rates_and_the_line_per_source():
+    metrics = {
+        "val-aux/guess-number-v0/success/mean@1": 0.5,
+        "val-aux/guess-number-v0/behaviour_followed/mean@1": 2.0,
+        "val-aux/guess-number-v0/behaviour_after_feedback/mean@1": 2.5,
+        "val-aux/guess-number-v0/behaviour_repeats/mean@1": 0.3,
+        "val-aux/guess-number-v0/behaviour_guesses/mean@1": 3.0,
+        "val-aux/turngym/episodes": 64.0,
+    }
+    metrics.update(validation_behaviour(metrics))
+    assert metrics["val-aux/guess-number-v0/behaviour/follow_rate"] == pytest.approx(0.8)
+    assert metrics["val-aux/guess-number-v0/behaviour/repeat_rate"] == pytest.approx(0.1)
+    (line,) = validation_source_lines(metrics)
+    assert line.startswith("guess-number-v0: success 50.0% (95% 38%-62%)") and "follow 80%" in line
