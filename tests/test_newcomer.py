@@ -99,7 +99,12 @@ CASES = [
     ("rollout.eval", ["env=guess-number-v0", "env.tools=spaced.yaml"], 2, "e.g. 'count_letters_with_spaces'"),
     ("rollout.eval", ["env=guess-number-v0", "model=gguf:missing.gguf"], 2, "no such file"),
     ("rollout.eval", ["env=guess-number-v0", "engine=vllm"], 2, "valid choices"),
-    ("rollout.eval", ["env=guess-number-v0", "engine=openai", "url=http://127.0.0.1:8000/v1"], 2, "needs model="),
+    (
+        "rollout.eval",
+        ["env=guess-number-v0", "engine=openai", "url=http://127.0.0.1:8000/v1"],
+        2,
+        "needs model=",
+    ),
     ("rollout.eval", ["env=guess-number-v0", "engine=openai", "model=gpt-4o-mini"], 2, "needs url=http"),
     ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
     ("rollout.view", ["traj.jsonl"], 2, "not a trajectories JSONL"),
@@ -263,9 +268,12 @@ def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_runs_lock_is_
     import trainer.run
 
     out = world["cwd"] / "run"
-    holding = "import sys, time; from trainer.run_lock import RunLock; RunLock(sys.argv[1]).acquire(); "
+    holding = "import sys, time; from trainer.run_lock import RunLock; RunLock(sys.argv[1], sys.argv[2]).acquire(); "
     holding += "print('held', flush=True); time.sleep(600)"
-    holder = subprocess.Popen([sys.executable, "-c", holding, str(out)], stdout=subprocess.PIPE, text=True)
+    command = f"python -m trainer.run env=guess-number turngym.output_dir={out}"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", holding, str(out), command], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         before = (_tree(world["cwd"]), _tree(world["scratch"]))
@@ -273,6 +281,7 @@ def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_runs_lock_is_
         assert trainer.run.main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"is in use by another run (process {holder.pid}" in err[0], err
+        assert f": {command}); wait for it to end or stop it" in err[0], err
         assert (_tree(world["cwd"]), _tree(world["scratch"])) == before
         TABLE.append(("python -m trainer.run env=guess-number (while the same command runs)", err[0], 2))
     finally:

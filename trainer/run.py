@@ -441,7 +441,7 @@ def _main(argv: list[str] | None) -> int:
         if address is not None:
             check_cluster_fits(cfg, address)  # else verl's placement groups would wait forever
         # One run at a time per folder (trainer/run_lock.py); released below however the run ends.
-        lock = RunLock(cfg.turngym.output_dir)
+        lock = RunLock(cfg.turngym.output_dir, command=" ".join(["python -m trainer.run", *argv]))
         lock.acquire()
         if lock.stale:
             print(

@@ -90,8 +90,10 @@ class RunLock:
         >>> check_unlocked(folder)
     """
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, command: str | None = None) -> None:
         self.folder = Path(folder).expanduser()
+        # What the holder was started with, for the refusal (default: this process's command line).
+        self.command = command or " ".join(["python -m trainer.run", *sys.argv[1:]])
         self.path = self.folder / LOCK_FILE
         self._fd: int | None = None
         self._made: list[Path] = []  # folders acquire created, deepest first
@@ -126,7 +128,7 @@ class RunLock:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "command": " ".join(["python -m trainer.run", *sys.argv[1:]]),
+            "command": self.command,
         }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
