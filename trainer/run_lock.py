@@ -79,15 +79,17 @@ class RunLock:
     Example:
         >>> import tempfile
         >>> from trainer.run_lock import RunLock, check_unlocked
-        >>> folder = tempfile.mkdtemp()
-        >>> lock = RunLock(folder)
-        >>> lock.acquire()
-        >>> check_unlocked(folder)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        trainer.config_error.ConfigError: ... is in use by another run (process ...
-        >>> lock.release()
-        >>> check_unlocked(folder)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     lock = RunLock(folder, command="python -m trainer.run env=guess-number")
+        ...     lock.acquire()
+        ...     try:
+        ...         check_unlocked(folder)
+        ...     except Exception as exc:
+        ...         busy = str(exc)
+        ...     lock.release()
+        ...     check_unlocked(folder)
+        >>> "is in use by another run (process" in busy and busy.count(": python -m trainer.run env=guess-number)")
+        1
     """
 
     def __init__(self, folder: str | Path, command: str | None = None) -> None:
