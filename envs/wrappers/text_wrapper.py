@@ -33,7 +33,7 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
     >>> env = Shouting(envs.make("guess-number-v0"))
     >>> _ = env.reset(seed=0)
     >>> env.step("50")[0][0]["content"]
-    '50 IS WRONG. THE NUMBER IS HIGHER. 8 GUESSES LEFT.'
+    '50 IS TOO LOW. GUESS A HIGHER NUMBER.'
     """
 
     #: (terminated, truncated) of the step that ended the episode, None while it runs.
