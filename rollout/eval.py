@@ -295,13 +295,25 @@ def format_summary(summary: dict[str, float], wall: float) -> str:
     return "\n".join(lines)
 
 
-def save_trajectories(trajectories: list, path: str, model: str | None, tokenizer: str) -> None:
-    """JSONL with the model and tokenizer on every line, so `rollout.view` decodes with the right one."""
+def save_trajectories(
+    trajectories: list,
+    path: str,
+    model: str | None,
+    tokenizer: str,
+    env_kwargs: dict[str, dict[str, Any]] | None = None,
+    max_turns: int | None = None,
+) -> None:
+    """JSONL with the model and tokenizer on every line, so `rollout.view` decodes with the right one, and
+    the env's kwargs (by env id) and the turn cap, so its random and expert rows play what the model played."""
     with open(make_parent(path), "w", encoding="utf-8") as f:
         for t in trajectories:
             record = t.to_dict()
             record["model"] = model
             record["tokenizer"] = tokenizer
+            if env_kwargs is not None and t.env_id in env_kwargs:
+                record["env_kwargs"] = env_kwargs[t.env_id]
+            if max_turns is not None:
+                record["max_turns"] = max_turns
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
@@ -405,7 +417,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             print(f"failed episode (seed {t.seed}): {t.error}", file=sys.stderr)
         everything += list(batch) + list(batch.failed)
     if save:
-        save_trajectories(everything, save, opts.get("model"), str(tokenizer_path))
+        kwargs_by_env = {entry["id"]: entry["kwargs"] for entry in plan}
+        save_trajectories(
+            everything, save, opts.get("model"), str(tokenizer_path), kwargs_by_env, cfg.max_turns
+        )
         print(f"saved {len(everything)} trajectories to {save} (view: python -m rollout.view {save})")
     return summary
 
