@@ -10,8 +10,8 @@ terminal (`trainer.progress.ConsoleFilter`) and logged as plain lines in train.l
     [turngym] ~ step 3/20 update actor: done in 38 s
 
 Episodes are counted where verl's replay buffer already looks: while it waits for a batch it reads the
-TransferQueue's tags, in which every finished episode is a `{uid}_{session}_{index}` key, so the count
-costs nothing extra. Phases without inner progress (an RPC to the workers) show their running time every
+TransferQueue's tags at every poll, in which every finished episode is a `{uid}_{session}_{index}` key, so
+the count costs no extra request. Phases without inner progress (an RPC to the workers) show their running time every
 `TICK_S` seconds from a thread, then their total.
 """
 
@@ -61,34 +61,48 @@ def episode_counts(buffer: Any, partition_id: str, n: int) -> tuple[int, int]:
 def watch_episodes(
     buffer: Any, where: Callable[[str], tuple[int, int, int]], show: Callable[[str], None] = print
 ) -> None:
-    """Wrap the buffer's poll wait so that it shows the finished episodes of the batch it waits for.
+    """Wrap the buffer's TransferQueue read so that each read shows the finished episodes of each batch.
 
     Args:
-        buffer: verl's replay buffer (its `_wait_for_next_poll(partition_id, last_debug_time)` is wrapped).
+        buffer: verl's replay buffer (its `_sync_metadata_from_transfer_queue()` is wrapped: it runs at
+            every poll while the buffer waits, and once more when the batch is complete).
         where: partition id -> (step, total steps, episodes per group) at the time of the call.
         show: Where each line goes.
     """
-    wait = buffer._wait_for_next_poll
-    state: dict[str, Any] = {"shown_at": 0.0, "last": None, "started": None}
+    sync = buffer._sync_metadata_from_transfer_queue
+    state: dict[str, dict[str, Any]] = {}
 
-    def waiting(partition_id: str, last_debug_time: float) -> float:
-        result = wait(partition_id, last_debug_time)
+    def synced() -> Any:
+        result = sync()
         with contextlib.suppress(Exception):  # progress must never break the sampling loop
-            step, total, n = where(partition_id)
-            finished, episodes = episode_counts(buffer, partition_id, n)
-            key = (partition_id, step, episodes)
-            now = time.monotonic()
-            if state["started"] is None or state["started"][0] != key:
-                state["started"] = (key, now)
-            changed = state["last"] != (key, finished)
-            if episodes and changed and (finished == episodes or now - state["shown_at"] >= EPISODES_EVERY_S):
-                elapsed = now - state["started"][1]
-                phase = "episodes" if partition_id == "train" else "validation episodes"
-                show(phase_line(step, total, phase, f"{finished}/{episodes} finished, {elapsed:.0f} s"))
-                state["shown_at"], state["last"] = now, (key, finished)
+            for partition_id in ("train", "val"):
+                _show_count(buffer, partition_id, where, show, state.setdefault(partition_id, {}))
         return result
 
-    buffer._wait_for_next_poll = waiting
+    buffer._sync_metadata_from_transfer_queue = synced
+
+
+def _show_count(
+    buffer: Any,
+    partition_id: str,
+    where: Callable[[str], tuple[int, int, int]],
+    show: Callable[[str], None],
+    state: dict[str, Any],
+) -> None:
+    step, total, n = where(partition_id)
+    finished, episodes = episode_counts(buffer, partition_id, n)
+    if not episodes:
+        return
+    key, now = (step, episodes), time.monotonic()
+    if state.get("key") != key:  # a new batch: its clock starts now
+        state.update(key=key, started=now, shown_at=None, last=None)
+    if state["last"] == finished:
+        return
+    if state["shown_at"] is None or finished == episodes or now - state["shown_at"] >= EPISODES_EVERY_S:
+        phase = "episodes" if partition_id == "train" else "validation episodes"
+        elapsed = now - state["started"]
+        show(phase_line(step, total, phase, f"{finished}/{episodes} finished, {elapsed:.0f} s"))
+        state.update(shown_at=now, last=finished)
 
 
 @contextlib.contextmanager

@@ -364,9 +364,11 @@ class _Lines:
     def write(self, text: str) -> int:
         for part in text.replace("\n", "\r").split("\r"):
             part = part.strip()
-            if part and part != self._last:
+            # tqdm redraws the finished bar on close with another rate: a state is its bar and count.
+            state = part.split(" [")[0]
+            if part and state != self._last:
                 self.show(part)
-                self._last = part
+                self._last = state
         return len(text)
 
     def flush(self) -> None:

@@ -39,20 +39,15 @@ class Snapshot:
         self.partitions = {"train": {}}
         self.polls = 0
 
-    def _wait_for_next_poll(self, partition_id, last_debug_time):
+    def _sync_metadata_from_transfer_queue(self):
         self.polls += 1
-        return last_debug_time
 
 
 def test_the_buffer_fields_and_trainer_methods_used_are_verls():
     fields = inspect.getsource(ReplayBuffer._sync_metadata_from_transfer_queue)
     for name in ("pending_keys", "running_keys", "finished_keys", "failure_keys", "partitions"):
         assert f"self.{name}" in fields
-    assert list(inspect.signature(ReplayBuffer._wait_for_next_poll).parameters) == [
-        "self",
-        "partition_id",
-        "last_debug_time",
-    ]
+    assert list(inspect.signature(ReplayBuffer._sync_metadata_from_transfer_queue).parameters) == ["self"]
     for name in PHASE_OVERRIDES:
         theirs = inspect.signature(getattr(PPOTrainerSync, name))
         assert list(theirs.parameters) == list(
@@ -67,14 +62,14 @@ def test_episodes_finished_out_of_the_batch_are_shown_as_they_finish(monkeypatch
     buffer, shown = Snapshot(), []
     watch_episodes(buffer, lambda partition: (3, 20, 4), show=shown.append)
     assert episode_counts(buffer, "train", 4) == (0, 8)
-    buffer._wait_for_next_poll("train", 0.0)
+    buffer._sync_metadata_from_transfer_queue()
     buffer.partitions["train"].update(
         {"a_0_0": {}, "a_1_0": {}, "a_2_0": {}, "zz_0_0": {}}
     )  # zz: another batch
-    buffer._wait_for_next_poll("train", 0.0)
-    buffer._wait_for_next_poll("train", 0.0)  # nothing new: no line
+    buffer._sync_metadata_from_transfer_queue()
+    buffer._sync_metadata_from_transfer_queue()  # nothing new: no line
     buffer.partitions["train"].update({f"b_{i}_0": {} for i in range(4)} | {"a_3_0": {}})
-    buffer._wait_for_next_poll("train", 0.0)
+    buffer._sync_metadata_from_transfer_queue()
     assert buffer.polls == 4
     assert [line.split(", ")[0] for line in shown] == [
         "[turngym] ~ step 3/20 episodes: 0/8 finished",
@@ -82,6 +77,19 @@ def test_episodes_finished_out_of_the_batch_are_shown_as_they_finish(monkeypatch
         "[turngym] ~ step 3/20 episodes: 8/8 finished",
     ]
     assert {live_key(line) for line in shown} == {"[turngym] ~ step 3/20 episodes"}
+
+
+def test_the_first_and_the_last_count_are_always_shown(monkeypatch):
+    import trainer.phase_progress as phase_progress
+
+    monkeypatch.setattr(phase_progress, "EPISODES_EVERY_S", 3600.0)
+    buffer, shown = Snapshot(), []
+    watch_episodes(buffer, lambda partition: (1, 2, 1), show=shown.append)
+    for done in (["a_0_0"], ["a_0_0", "b_0_0"]):
+        buffer.partitions["train"] = dict.fromkeys(done, {})
+        buffer._sync_metadata_from_transfer_queue()
+    buffer._sync_metadata_from_transfer_queue()
+    assert [line.split(", ")[0].split(": ")[1] for line in shown] == ["1/2 finished", "2/2 finished"]
 
 
 def test_a_phase_shows_its_running_time_then_its_total():
@@ -150,6 +158,6 @@ def test_the_warm_start_is_a_bar_not_a_line_per_step(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     lines = out.stdout.splitlines()
-    assert 2 <= len(lines) <= 3, lines  # the start, (tqdm's first update,) the end: not 192 loss lines
+    assert len(lines) == 2, lines  # the start and the end: not 192 loss lines
     assert lines[-1].startswith("[warm start] ~ training: 100%|") and "192/192" in lines[-1], lines
     assert lines[-1].endswith("loss 0.010]")
