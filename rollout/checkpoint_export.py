@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from rollout.lora_merge import merge_lora_adapter
 from rollout.named_models import ModelSourceError, is_model_name, resolve_named_model
 
 LATEST = "latest_checkpointed_iteration.txt"
@@ -147,6 +148,8 @@ def export_actor(actor: Path, target: Path | None = None, *, trust_checkpoint: b
     if result.returncode != 0 or not is_hf_model_dir(target):
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise CheckpointError(f"exporting {actor} with verl's model merger failed: {last}")
+    if merge_lora_adapter(target):
+        print("merged the run's LoRA adapter into the exported weights", file=sys.stderr)
     print(f"export done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     (target / COMPLETE).write_text(json.dumps(stamp) + "\n")
     return target
