@@ -30,10 +30,11 @@ install: $(STAMP)
 train: install
 	$(BIN)/python -m trainer.run env=guess-number
 
-# GRPO on a real pretrained model (SmolLM2-135M-Instruct) from its zero-shot play; defaults in
-# trainer/config/model/smollm2-135m-instruct.yaml. Its own folder: outputs/guess-number is make train's run.
+# Turn-level GRPO on a real pretrained model (SmolLM2-135M-Instruct) from its zero-shot play, with the
+# training-only ruled-out penalty; defaults in trainer/config/model/smollm2-135m-instruct.yaml.
+# Its own folder: outputs/guess-number is make train's run.
 train-real: install
-	$(BIN)/python -m trainer.run env=guess-number model=smollm2-135m-instruct turngym.output_dir=outputs/guess-number-smollm2
+	$(BIN)/python -m trainer.run env=guess-number-shaped model=smollm2-135m-instruct algorithm=turn-grpo turngym.output_dir=outputs/guess-number-smollm2
 
 experts: install
 	$(BIN)/python -m envs experts

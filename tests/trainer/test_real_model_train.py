@@ -27,7 +27,8 @@ def test_preset_fills_what_the_command_line_leaves_unset():
     cfg = compose_config([f"model={NAME}", "trainer.device=cpu", "data.max_response_length=200"])
     assert cfg.turngym.model == NAME
     assert cfg.data.max_response_length == 200  # the user's value wins over the preset's
-    assert cfg.turngym.max_tokens_per_turn == 8
+    assert cfg.turngym.max_tokens_per_turn == 4
+    assert cfg.actor_rollout_ref.model.lora_rank == 16 and cfg.algorithm.rollout_correction.bypass_mode
     assert cfg.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == 6
     assert cfg.env.difficulty == "easy"
     assert cfg.env.val_episodes == 64
@@ -49,7 +50,11 @@ def test_learning_bench_reads_the_train_real_target():
     spec = importlib.util.spec_from_file_location("learning_bench", REPO / "bench" / "learning.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    assert bench.make_train_arguments("train-real")[:2] == ["env=guess-number", f"model={NAME}"]
+    assert bench.make_train_arguments("train-real")[:3] == [
+        "env=guess-number-shaped",
+        f"model={NAME}",
+        "algorithm=turn-grpo",
+    ]
     assert bench.make_train_arguments("train") == ["env=guess-number"]
     with pytest.raises(SystemExit, match="no-such-target"):
         bench.make_train_arguments("no-such-target")
