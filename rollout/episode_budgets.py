@@ -41,10 +41,10 @@ EMBEDDED_MODEL_BUDGETS = EpisodeBudgets(max_response_tokens=1152, max_turns=8, m
 
 # Named models' own (rollout/named_models.py): training fills them in like the others, so that
 # `rollout.eval model=<name>` compares with training. A model's trainer/config/model/<name>.yaml may set
-# them too; tests/rollout/test_named_models.py checks that the two agree. SmolLM2-135M-Instruct's guesses are 1-3 tokens:
-# a reply cut at 8 costs a turn instead of filling the episode with prose.
+# them too; tests/rollout/test_named_models.py checks that the two agree. SmolLM2-135M-Instruct's guesses are 1-2 tokens:
+# a reply cut at 4 (the number and a little of what follows) costs a turn instead of filling the episode.
 NAMED_MODEL_BUDGETS = {
-    "smollm2-135m-instruct": EpisodeBudgets(max_response_tokens=384, max_turns=6, max_new_tokens=8),
+    "smollm2-135m-instruct": EpisodeBudgets(max_response_tokens=384, max_turns=6, max_new_tokens=4),
 }
 
 
