@@ -12,7 +12,8 @@ that raised shows the exception's traceback under its line, so the env's file an
   malformed and unknown tool calls, deep nesting, a non-text action: each is answered (an observation in
   the observation space, a finite reward, an info dict), never raised.
 - random / expert: the env's `random_action` and `expert_action` players on the seeds
-  (`envs.baseline_players.play_baseline`); an expert that never succeeds fails.
+  (`envs.baseline_players.play_baseline`); an expert that never succeeds and earns nothing, or does worse
+  than the random player, fails (one that only draws, as in tic-tac-toe against a perfect opponent, passes).
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ def run_checks(
     results.append(_guarded("gymnasium", lambda: _check_gymnasium(make)))
     results.append(_guarded("determinism", lambda: _check_determinism(make, seeds)))
     results.append(_guarded("hostile inputs", lambda: _check_hostile(make)))
+    played: dict[str, Any] = {}
     for player in ("random", "expert"):
-        results.append(_guarded(player, lambda p=player: _check_player(env_id, p, seeds, kwargs)))
+        results.append(_guarded(player, lambda p=player: _check_player(env_id, p, seeds, kwargs, played)))
     return results
 
 
@@ -245,10 +247,12 @@ def _bad_step(env: Any, obs: Any, reward: Any, terminated: Any, truncated: Any, 
     return None
 
 
-def _check_player(env_id: str, player: str, seeds: Sequence[int], kwargs: dict[str, Any]) -> CheckResult:
+def _check_player(
+    env_id: str, player: str, seeds: Sequence[int], kwargs: dict[str, Any], played: dict[str, Any]
+) -> CheckResult:
     from envs.baseline_players import play_baseline
 
-    result = play_baseline(env_id, player, list(seeds), kwargs, max_turns=200)
+    result = played[player] = play_baseline(env_id, player, list(seeds), kwargs, max_turns=200)
     if result is None:
         method = "random_action" if player == "random" else "expert_action"
         return CheckResult(player, "SKIP", f"the env has no {method}")
@@ -256,9 +260,27 @@ def _check_player(env_id: str, player: str, seeds: Sequence[int], kwargs: dict[s
         f"{result.successes}/{result.episodes} succeeded ({result.success_rate:.0%}), "
         f"mean return {result.mean_return:.3f}"
     )
-    if player == "expert" and result.successes == 0:
+    if player != "expert":
+        return CheckResult(player, "PASS", detail)
+    # A perfect player may only draw (tic-tac-toe against a perfect opponent): not succeeding is no fault
+    # by itself, earning nothing is, and so is doing worse than moves drawn at random.
+    if result.successes == 0 and result.mean_return <= 0:
         return CheckResult(
-            player, "FAIL", detail + "; the scripted expert never succeeds: the env or its expert is wrong"
+            player,
+            "FAIL",
+            detail + "; the scripted expert never succeeds nor earns: the env or its expert is wrong",
+        )
+    rand = played.get("random")
+    if (
+        rand is not None
+        and result.mean_return < rand.mean_return
+        and result.success_rate <= rand.success_rate
+    ):
+        return CheckResult(
+            player,
+            "FAIL",
+            detail
+            + f"; worse than the random player ({rand.mean_return:.3f}): the env or its expert is wrong",
         )
     return CheckResult(player, "PASS", detail)
 

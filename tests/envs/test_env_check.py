@@ -29,7 +29,13 @@ class UnseededSecret(GuessNumberEnv):
         return observation
 
 
+class WrongExpert(GuessNumberEnv):
+    def expert_action(self):
+        return str(self.high)  # always the top of the range: never the secret on these seeds
+
+
 envs.register("empty-reply-crash-v0", EmptyReplyCrash)
+envs.register("wrong-expert-v0", WrongExpert)
 envs.register("unseeded-secret-v0", UnseededSecret)
 """
 
@@ -78,6 +84,18 @@ def test_an_env_that_ignores_its_seed_fails_determinism(tmp_path):
     assert proc.returncode == 1, proc.stderr
     determinism = next(line for line in proc.stdout.splitlines() if "determinism" in line)
     assert determinism.startswith("FAIL  determinism     seed 0: turn "), determinism
+
+
+def test_an_expert_that_never_wins_nor_earns_fails_but_one_that_draws_passes(tmp_path, capsys):
+    proc = _check(tmp_path, "wrong-expert-v0")
+    assert proc.returncode == 1, proc.stderr
+    expert = proc.stdout.splitlines()[-2]
+    assert (
+        expert.startswith("FAIL  expert          0/2 succeeded") and "worse than the random player" in expert
+    )
+    # Tic-tac-toe's expert draws a perfect opponent (success is a win): not a fault.
+    assert envs.__main__.main(["check", "tic-tac-toe-v0", "--seeds", "2"]) == 0
+    assert "PASS  expert          0/2 succeeded (0%), mean return 0.500" in capsys.readouterr().out
 
 
 def test_an_unknown_id_is_one_line_with_did_you_mean(capsys):
