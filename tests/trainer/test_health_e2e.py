@@ -10,25 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from small_run_args import QUIET, SMALL_RUN
 
 from trainer.health_halt import HALT_EXIT_CODE
 
 REPO = Path(__file__).resolve().parents[2]
-SMALL = [
-    "env.train_episodes=16",
-    "env.val_episodes=4",
-    "data.train_batch_size=4",
-    "actor_rollout_ref.rollout.n=2",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-    "data.max_response_length=128",
-    "turngym.warm_start.episodes=8",
-    "turngym.warm_start.epochs=1",
-    "turngym.warm_start.batch_size=4",
-    "trainer.logger=[console]",
-    "trainer.val_before_train=false",
-    "trainer.test_freq=-1",
-    "trainer.save_freq=-1",
-]
+SMALL = SMALL_RUN + QUIET
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from small_run_args import QUIET, SMALL_RUN
 
 from rollout import view
 from rollout.trajectory import Trajectory
@@ -71,19 +72,8 @@ def test_dump_every_writes_the_steps_episodes_and_rollout_view_opens_them(tmp_pa
         "trainer.run",
         "env=guess-number",
         f"turngym.output_dir={out}",
-        "env.train_episodes=16",
-        "env.val_episodes=4",
-        "data.train_batch_size=4",
-        "actor_rollout_ref.rollout.n=2",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-        "data.max_response_length=128",
-        "turngym.warm_start.episodes=8",
-        "turngym.warm_start.epochs=1",
-        "turngym.warm_start.batch_size=4",
-        "trainer.logger=[console]",
-        "trainer.val_before_train=false",
-        "trainer.test_freq=-1",
-        "trainer.save_freq=-1",
+        *SMALL_RUN,
+        *QUIET,
         "trainer.total_training_steps=2",
         "turngym.dump_every=2",
     ]

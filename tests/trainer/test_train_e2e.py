@@ -13,20 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from small_run_args import SMALL_RUN
 
 REPO = Path(__file__).resolve().parents[2]
-SMALL = [
-    "env.train_episodes=16",
-    "env.val_episodes=4",
-    "data.train_batch_size=4",
-    "actor_rollout_ref.rollout.n=2",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-    "data.max_response_length=128",
-    "turngym.warm_start.episodes=8",
-    "turngym.warm_start.epochs=1",
-    "turngym.warm_start.batch_size=4",
-    "trainer.logger=[console]",
-]
+SMALL = SMALL_RUN
 
 
 def _command(out: Path, *overrides: str) -> list[str]:
