@@ -116,8 +116,8 @@ def test_the_torch_engine_learns_the_expert_replies_and_keeps_the_base_tokenizer
     entries = [
         {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy", "action_tool": False}}
     ]
-    report = warm_start(base, tmp_path, entries, **{**SMALL, "episodes": 4, "epochs": 30, "engine": "torch"})
-    assert report["engine"] == "torch" and report["optimizer_steps"] == 30
+    report = warm_start(base, tmp_path, entries, **{**SMALL, "episodes": 4, "epochs": 60, "engine": "torch"})
+    assert report["engine"] == "torch" and report["optimizer_steps"] == 60
     assert report["loss_last"] < report["loss_first"] / 3
     model_dir = Path(report["model"])
     assert finished_warm_start(tmp_path) == model_dir
