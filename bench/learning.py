@@ -111,6 +111,11 @@ def criterion(vals: list[dict], mode: str = "sampled", n: int = 0) -> tuple[bool
     """Final held-out success >= 2x and >= +0.15 over step 0, overflow <= 10 % at the end."""
     if len(vals) < 2 or vals[0][f"{mode}_success"] is None or vals[-1][f"{mode}_success"] is None:
         return False, f"{mode}: fewer than two validations"
+    if vals[0]["step"] != 0:
+        return False, (
+            f"{mode}: no step-0 validation (trainer.val_before_train=false); the held-out evaluation "
+            "compares the zero-shot and trained model instead"
+        )
     first, last = vals[0][f"{mode}_success"], vals[-1][f"{mode}_success"]
     overflow = vals[-1][f"{mode}_overflow"] or 0.0
     ok = last >= 2 * first and last >= first + 0.15 and overflow <= 0.10
