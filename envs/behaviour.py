@@ -23,13 +23,15 @@ def pool_behaviour(
 
     Returns:
         ``{rate: pooled value}`` for every rate with a non-zero denominator, plus
-        ``{<count>_per_episode: mean}`` for every count key; {} when no episode reported counts.
+        ``{<count>_per_episode: mean}`` for every count key, over all episodes (None counts as zeros);
+        {} when no episode reported counts.
 
     >>> pool_behaviour([{"followed": 1, "after_feedback": 2}, {"followed": 2, "after_feedback": 2}],
     ...                {"follow_rate": ("followed", "after_feedback")})
     {'follow_rate': 0.75, 'followed_per_episode': 1.5, 'after_feedback_per_episode': 2.0}
     """
-    reported = [c for c in counts if c]
+    episodes = list(counts)
+    reported = [c for c in episodes if c]
     if not reported:
         return {}
     totals: dict[str, float] = {}
@@ -37,7 +39,8 @@ def pool_behaviour(
         for key, value in episode.items():
             totals[key] = totals.get(key, 0.0) + float(value)
     out = {name: totals[num] / totals[den] for name, (num, den) in rates.items() if totals.get(den)}
-    out.update({f"{key}_per_episode": total / len(reported) for key, total in totals.items()})
+    # Per episode over every episode: one that never reported counts (no guess made) counts as zeros.
+    out.update({f"{key}_per_episode": total / len(episodes) for key, total in totals.items()})
     return out
 
 
