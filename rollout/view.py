@@ -652,7 +652,13 @@ def _main(argv: list[str] | None) -> int:
     out = args.output or args.path.rsplit(".", 1)[0] + ".html"
     check_output_file(out, "-o")
     runs = [_load(p, args.limit, args.tokenizer) for p in (args.path, args.other) if p is not None]
-    from transformers import AutoTokenizer
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise UsageError(
+            "rollout.view decodes token ids with a Hugging Face tokenizer, and transformers is not "
+            "installed: pip install -e '.[train]' (or pip install transformers)"
+        ) from None
 
     loaded: dict[str, Any] = {}
     tokenizers = []

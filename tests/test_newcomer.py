@@ -208,6 +208,23 @@ def test_eval_save_into_a_missing_folder_creates_it_and_keeps_every_episode(worl
     TABLE.append(("python -m rollout.eval env=guess-number-v0 n=2 --save runs/today/traj.jsonl", "works", 0))
 
 
+def test_view_without_transformers_is_one_line(world, capsys, monkeypatch):
+    """`rollout.view` without the `train` extra died in an ImportError traceback."""
+    import sys
+
+    from rollout import view
+
+    good = world["cwd"] / "good.jsonl"
+    good.write_text(json.dumps({"prompt_ids": [1, 2], "env_id": "guess-number-v0", "seed": 0}) + "\n")
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if the package were not installed
+    before = (_tree(world["cwd"]), _tree(world["scratch"]))
+    assert view.main([str(good)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install -e '.[train]'" in err, err
+    assert (_tree(world["cwd"]), _tree(world["scratch"])) == before
+    TABLE.append(("python -m rollout.view good.jsonl (no transformers)", err, 2))
+
+
 def test_experts_name_the_envs_they_leave_out(world, capsys):
     """`envs experts` on TextArena's games printed an empty table and nothing else."""
     import envs.__main__
