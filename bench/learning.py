@@ -339,11 +339,11 @@ def print_held_out(out: Path, episodes: int, evaluate: bool) -> bool:
     from rollout.baseline_table import format_comparison
 
     saved = {"zero-shot": out / "held_out_zero-shot.jsonl", "trained": out / "held_out_trained.jsonl"}
-    if evaluate:
-        saved = {
-            "zero-shot": held_out_eval(REAL_MODEL, out, episodes, "zero-shot"),
-            "trained": held_out_eval(str(out), out, episodes, "trained"),
-        }
+    if evaluate:  # only what is missing: a zero-shot file is the same for every run of the model
+        models = {"zero-shot": REAL_MODEL, "trained": str(out)}
+        for label, path in saved.items():
+            if not path.is_file():
+                held_out_eval(models[label], out, episodes, label)
     missing = [str(p) for p in saved.values() if not p.is_file()]
     if missing:
         print(f"no held-out evaluation to summarize ({', '.join(missing)} missing)")
@@ -382,9 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.parse:
         print_summary(summarize(args.parse))
         if held_out:
-            print_held_out(
-                args.parse, held_out, evaluate=not (args.parse / "held_out_trained.jsonl").exists()
-            )
+            print_held_out(args.parse, held_out, evaluate=True)
         return 0
     if (args.out / "metrics.jsonl").exists():
         print(f"{args.out} already holds a run; pick another --out (or delete it)", file=sys.stderr)
