@@ -121,9 +121,13 @@ def _main(argv: list[str] | None) -> int:
             from envs.remote.workers import serve_workers
 
             return serve_workers(args)
+        from envs.remote.server import TOKEN_ENV
         from envs.remote.server import serve as run_server
+        from tools.serving.cli import server_settings
 
-        # A port another program holds would answer the probe below: refuse it first, as the server would.
+        # The operator's settings first (beyond loopback: a token), then the port: a port another
+        # program holds would answer the listening probe below, so it is refused before, as the server would.
+        server_settings(args, token_env=TOKEN_ENV)
         check_port_free(args.host, args.port)
         served = _say_when_listening(args.host, args.port)
         try:
