@@ -39,7 +39,11 @@ def test_eval_hf_saves_and_view_renders(tmp_path, capsys, model_path):
     assert (
         page.count("class='ep'") == 3 and "class='g'" in page and "class='e'" in page and "class='r'" in page
     )
-    assert "<h2>Summary</h2>" in page and "<td>guess-number-v0</td>" in page
+    # The summary names the env with the kwargs the file records (rollout.eval --save writes them).
+    assert (
+        "<h2>Summary</h2>" in page
+        and "<td>guess-number-v0 {&quot;difficulty&quot;: &quot;easy&quot;}</td>" in page
+    )
     assert all(f"href='#ep{k}'" in page and f"id='ep{k}'" in page for k in range(3))
     assert "[" not in page.split("<div class='toks'>")[1][:40]  # real token text, not [id] placeholders
 
