@@ -25,7 +25,9 @@ def merge_lora_adapter(model_dir: Path) -> bool:
     Returns:
         Whether an adapter was found and merged.
 
-    >>> import tempfile; merge_lora_adapter(Path(tempfile.mkdtemp()))
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     merge_lora_adapter(Path(folder))
     False
     """
     adapter = model_dir / ADAPTER_DIR
