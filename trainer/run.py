@@ -82,7 +82,7 @@ def export_worker_env(cpu: bool, import_modules: list[str]) -> dict[str, str]:
                 # Ray starts workers at nice 15 so they never starve its own daemons; here the workers
                 # are the training, and at 15 any other job on the machine took ~90 % of their CPU
                 # (a real-model step went from ~100 s to 818 s beside a test suite).
-                "RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0"),
+                "RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0"),  # noqa: SIM112 - Ray reads this exact case
                 # verl warns in every process about optional engines (megatron, veomni, ...) it cannot import.
                 "PYTHONWARNINGS": ",".join(
                     f"ignore:{name} engine is not available:UserWarning" for name in OPTIONAL_VERL_ENGINES
