@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -194,7 +195,13 @@ def check_config(cfg: DictConfig) -> None:
     from trainer.registry_checks import check_registry_values
 
     check_registry_values(cfg)
-    check_verl_sizes(cfg)
+    joins = OmegaConf.select(cfg, "ray_kwargs.ray_init.address", default=None) or os.environ.get(
+        "RAY_ADDRESS"
+    )
+    if str(joins or "local").strip() in ("", "local"):
+        # With a cluster to join, trainer.run checks the node count against it first (a trainer.nnodes
+        # the cluster lacks also breaks verl's batch-size divisibility) and then runs this check.
+        check_verl_sizes(cfg)
     check_warm_start(cfg)
 
 
