@@ -8,24 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from small_run_args import SMALL_RUN
 
 from trainer.curriculum import LEVELS, STATE_FILE, Curriculum, CurriculumConfig, unit_draw
 from trainer.curriculum_rows import curriculum_env_ids, level_opening_rows
 
 REPO = Path(__file__).resolve().parents[2]
-# Small enough for CI on CPU (as tests/trainer/test_train_e2e.py).
-SMALL = [
-    "env.train_episodes=16",
-    "env.val_episodes=4",
-    "data.train_batch_size=4",
-    "actor_rollout_ref.rollout.n=2",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-    "data.max_response_length=128",
-    "turngym.warm_start.episodes=8",
-    "turngym.warm_start.epochs=1",
-    "turngym.warm_start.batch_size=4",
-    "trainer.logger=[console]",
-]
+SMALL = SMALL_RUN  # small enough for CI on CPU
 
 
 def _curriculum(**overrides) -> Curriculum:
