@@ -69,7 +69,14 @@ class GuessNumberEnv(TextGame[int]):
         "with_text_rate": ("with_text", "guesses"),
     }
 
-    def __init__(self, *, reveal_range: bool = False, ruled_out_penalty: float = 0.0, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        reveal_range: bool = False,
+        ruled_out_penalty: float = 0.0,
+        progress_reward: float = 0.0,
+        **kwargs: Any,
+    ):
         # With reveal_range each answer also states the range the feedback has narrowed the number to,
         # so a good next guess depends on the last message alone, not on remembering every answer.
         self.reveal_range = bool(reveal_range)
@@ -82,6 +89,15 @@ class GuessNumberEnv(TextGame[int]):
         if not ruled_out_penalty >= 0:
             raise ValueError(f"ruled_out_penalty must be >= 0, got {ruled_out_penalty!r}")
         self.ruled_out_penalty = float(ruled_out_penalty)
+        # A per-turn reward for narrowing the search: each guess earns this times the share of the
+        # range's information it took away, log(size before / size after) / log(range size). A win
+        # collects exactly `progress_reward` whatever the path (the sizes telescope to 1), so it
+        # changes no ranking among wins; it ranks the losses, which otherwise all score alike, by how
+        # far each got. A group whose samples all lose still has a reward spread, and a turn-level
+        # estimator credits the jump that halved the range over a step of one.
+        if not 0 <= progress_reward <= 1:
+            raise ValueError(f"progress_reward must be in [0, 1], got {progress_reward!r}")
+        self.progress_reward = float(progress_reward)
         super().__init__(**kwargs)
         if self.action_tool:
             self.action_help = "Call the guess tool with your number."
@@ -190,10 +206,11 @@ class GuessNumberEnv(TextGame[int]):
         self._count_behaviour(action, in_range)
         self.guesses.append(action)
         n = len(self.guesses)
-        wasted = 0.0 if in_range else -self.ruled_out_penalty
+        shaping = 0.0 if in_range else -self.ruled_out_penalty
+        size_before = self.known_high - self.known_low + 1
         if action == self.secret:
             self.won = True
-            reward = max(0.5, 1.0 - 0.1 * max(0, n - self.optimal_guesses))
+            reward = max(0.5, 1.0 - 0.1 * max(0, n - self.optimal_guesses)) + self._progress(size_before, 1)
             content = f"Correct! The number was {self.secret}. You used {n} guesses."
             return (
                 [{"role": "user", "content": content}],
@@ -210,6 +227,7 @@ class GuessNumberEnv(TextGame[int]):
             if action <= self.known_high:
                 self.known_high = action - 1
             hint = "lower"
+        shaping += self._progress(size_before, self.known_high - self.known_low + 1)
         left = self.max_guesses - n
         if left == 0:
             closest = min(abs(g - self.secret) for g in self.guesses)
@@ -217,7 +235,7 @@ class GuessNumberEnv(TextGame[int]):
             content = f"No guesses left. The number was {self.secret}."
             return (
                 [{"role": "user", "content": content}],
-                reward + wasted,
+                reward + shaping,
                 True,
                 False,
                 {"success": False, "guesses": n, "behaviour": self.behaviour()},
@@ -228,7 +246,13 @@ class GuessNumberEnv(TextGame[int]):
         text = f"{action} is too {'low' if hint == 'higher' else 'high'}. Guess a {hint} number."
         if self.reveal_range:
             text += f" It is between {self.known_low} and {self.known_high}. {left} guesses left."
-        return [{"role": "user", "content": text}], wasted, False, False, {"behaviour": self.behaviour()}
+        return [{"role": "user", "content": text}], shaping, False, False, {"behaviour": self.behaviour()}
+
+    def _progress(self, size_before: int, size_after: int) -> float:
+        """`progress_reward` times the share of the range's log-size one guess removed (0 when off)."""
+        if not self.progress_reward or size_after >= size_before:
+            return 0.0
+        return self.progress_reward * math.log(size_before / size_after) / math.log(self.high - self.low + 1)
 
     def _count_behaviour(self, action: int, in_range: bool) -> None:
         self._in_range_count += in_range

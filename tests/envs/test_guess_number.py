@@ -115,3 +115,43 @@ def test_the_prompt_names_one_way_to_answer():
     # Both readings stay accepted whichever way the prompt asks.
     with_tool.reset(seed=0)
     assert with_tool.step(str(with_tool.unwrapped.secret))[4]["success"]
+
+
+def _play(env, guesses):
+    rewards = []
+    for guess in guesses:
+        _, reward, terminated, *_ = env.step(str(guess))
+        rewards.append(reward)
+        if terminated:
+            break
+    return rewards
+
+
+def test_progress_reward_sums_to_itself_on_every_win_and_ranks_losses_by_how_far_they_got():
+    plain = envs.make("guess-number-v0", difficulty="easy", action_tool=False)
+    shaped = envs.make("guess-number-v0", difficulty="easy", action_tool=False, progress_reward=0.5)
+    seed = next(s for s in range(100) if shaped.reset(seed=s) and _secret(shaped) == 19)
+    # Two winning paths: the shaping adds exactly 0.5 to each, so it changes no ranking among wins.
+    for path in ([10, 15, 18, 19], [11, 12, 19]):
+        plain.reset(seed=seed)
+        shaped.reset(seed=seed)
+        assert sum(_play(shaped, path)) == pytest.approx(sum(_play(plain, path)) + 0.5)
+    # Two losing paths of three guesses: halving the range earns more than stepping by one.
+    shaped.reset(seed=seed)
+    jumps = sum(_play(shaped, [10, 15, 17]))
+    shaped.reset(seed=seed)
+    walk = sum(_play(shaped, [11, 12, 13]))
+    assert 0 < walk < jumps < 0.5
+    # A guess the feedback had ruled out narrows nothing and earns nothing.
+    shaped.reset(seed=seed)
+    assert _play(shaped, [10, 5])[1] == 0.0
+
+
+def test_progress_reward_is_off_by_default_and_bounded():
+    env = envs.make("guess-number-v0", difficulty="easy", action_tool=False)
+    env.reset(seed=0)
+    guess = 1 if _secret(env) != 1 else 20
+    assert env.step(str(guess))[1] == 0.0
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="progress_reward"):
+            envs.make("guess-number-v0", progress_reward=bad)
