@@ -371,10 +371,35 @@ def summarize(cfg: DictConfig) -> None:
         print(
             f"[turngym] reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f} over {len(records)} steps"
         )
+    print_learning_table(cfg)
     print(f"[turngym] metrics: {cfg.turngym.metrics_file}")
     if png:
         print(f"[turngym] reward curve: {png}")
     print(f"[turngym] checkpoints: {cfg.trainer.default_local_dir}")
+
+
+def print_learning_table(cfg: DictConfig) -> None:
+    """Per env, the first and last validation beside the random player and the expert on the same episodes."""
+    from trainer.learning_table import learning_table, validation_episodes
+    from trainer.progress import MetricsLog
+    from trainer.run_data import run_data_path
+
+    val_file = run_data_path(cfg, "val_files")
+    records = MetricsLog(cfg.turngym.metrics_file).records("val")
+    if not records or not val_file.exists():
+        return
+    try:
+        max_turns = cfg.actor_rollout_ref.rollout.multi_turn.get("max_assistant_turns")
+        table = learning_table(records, validation_episodes(val_file), max_turns)
+    except Exception as exc:  # a report at the end of a finished run, never a reason to fail it
+        print(f"[turngym] learning table not printed: {type(exc).__name__}: {exc}", flush=True)
+        return
+    if table:
+        print(
+            "[turngym] validation success per env (95% interval) beside the trivial players, same episodes:"
+        )
+        for line in table.splitlines():
+            print(f"[turngym]   {line}", flush=True)
 
 
 INTERRUPTED = (

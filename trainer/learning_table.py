@@ -1,0 +1,113 @@
+"""The table a run ends with: per env, the first and last validation beside the trivial players.
+
+A success rate that rises says little on its own (a model can climb to below what a random player
+scores). So when training ends, `trainer.run` plays each env's random player and scripted expert on
+the validation episodes the model played (same env, seeds, kwargs and turn cap) and prints them
+beside the model's first and last validation, each with its 95 % Wilson interval.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from envs.baseline_players import PLAYERS, play_baseline
+from envs.success_interval import wilson_interval
+
+_SUCCESS = re.compile(r"val-aux/(?P<source>[^/]+)/success/mean@\d+$")
+
+
+def validation_episodes(val_file: str | Path) -> dict[str, list[tuple[str, int, dict[str, Any]]]]:
+    """The validation dataset's episodes by the source verl reports them under: [(env id, seed, kwargs)]."""
+    import pandas as pd
+
+    from rollout.episode_row import EpisodeRow
+
+    rows = pd.read_parquet(val_file, columns=[EpisodeRow.EXTRA_INFO, EpisodeRow.DATA_SOURCE]).to_dict(
+        "records"
+    )
+    out: dict[str, list[tuple[str, int, dict[str, Any]]]] = defaultdict(list)
+    for row in map(EpisodeRow.from_row, rows):
+        out[str(row.data_source)].append((row.env_id, int(row.seed), dict(row.env_kwargs)))
+    return dict(out)
+
+
+def baseline_success(
+    episodes: list[tuple[str, int, dict[str, Any]]], max_turns: int | None
+) -> dict[str, tuple[int, int]]:
+    """{player: (successes, episodes)} of each trivial player every env here has, on these episodes."""
+    by_env: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for env_id, seed, kwargs in episodes:
+        by_env[env_id, json.dumps(kwargs, sort_keys=True)].append(seed)
+    out: dict[str, tuple[int, int]] = {}
+    for player in PLAYERS:
+        wins = played = 0
+        for (env_id, kwargs), seeds in by_env.items():
+            result = play_baseline(env_id, player, seeds, json.loads(kwargs), max_turns)
+            if result is None:
+                break
+            wins, played = wins + result.successes, played + result.episodes
+        else:
+            out[player] = (wins, played)
+    return out
+
+
+def _cell(successes: float, episodes: int) -> str:
+    rate = successes / episodes if episodes else 0.0
+    lo, hi = wilson_interval(rate, episodes)
+    return f"{rate:6.1%} ({lo:.0%}-{hi:.0%})"
+
+
+def learning_table(
+    val_records: list[dict[str, Any]],
+    episodes: dict[str, list[tuple[str, int, dict[str, Any]]]],
+    max_turns: int | None,
+) -> str | None:
+    """Per env: success at the first and last validation, then the random player and the expert.
+
+    Args:
+        val_records: The run's validation records (`MetricsLog.records("val")`), in step order.
+        episodes: The validation episodes by source (`validation_episodes`): [(env id, seed, kwargs)].
+        max_turns: The rollout's turn cap, applied to the trivial players too (None: the env's own).
+
+    Returns:
+        The table as text, or None when the run has no validation with per-env success.
+
+    >>> records = [{"step": 0, "val-aux/guess-number-v0/success/mean@1": 0.0},
+    ...            {"step": 20, "val-aux/guess-number-v0/success/mean@1": 0.5}]
+    >>> eps = {"guess-number-v0": [("guess-number-v0", s, {"difficulty": "easy"}) for s in range(8)]}
+    >>> print(learning_table(records, eps, 6))
+    env              episodes  step 0 (zero-shot)  step 20           random           expert
+    guess-number-v0         8    0.0% (0%-32%)      50.0% (22%-78%)   12.5% (2%-47%)  100.0% (68%-100%)
+    """
+    records = [r for r in val_records if any(_SUCCESS.match(k) for k in r)]
+    if not records:
+        return None
+    first, last = records[0], records[-1]
+    label = "step 0 (zero-shot)" if first["step"] == 0 else f"step {first['step']}"
+    columns = [label] + ([f"step {last['step']}"] if last is not first else []) + list(PLAYERS)
+    rows = []
+    for source, source_episodes in episodes.items():
+        n = len(source_episodes)
+
+        def model_cell(record: dict[str, Any], source: str = source, n: int = n) -> str:
+            rate = next(
+                (v for k, v in record.items() if (m := _SUCCESS.match(k)) and m["source"] == source), None
+            )
+            return "-" if rate is None else _cell(round(float(rate) * n), n)
+
+        cells = [model_cell(first)] + ([model_cell(last)] if last is not first else [])
+        players = baseline_success(source_episodes, max_turns)
+        cells += [_cell(*players[p]) if p in players else "-" for p in PLAYERS]
+        rows.append([source, str(n), *cells])
+    header = ["env", "episodes", *columns]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
+    for row in rows:
+        cells = [row[0].ljust(widths[0]), row[1].rjust(widths[1])]
+        cells += [c.ljust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
