@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from envs.messages import Message
+from chat.message import Message
 from envs.text_env import TextEnv
 
 #: The id `register_bare_env` gives `BareGuessNumberEnv`.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from envs.messages import Message
+    from chat.message import Message
 
 #: What `reset`/`areset` return: the opening messages and an info dict.
 ResetResult = tuple[list["Message"], dict[str, Any]]

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from chat.message import Message, user
 from envs.assistant_turn import AssistantTurn, read_action
 from envs.episode_end import refusal_after_end
 from envs.episode_tools import EpisodeTools
 from envs.errors import InvalidAction, ResetNeeded
 from envs.extra_tools import resolve_extra_tools
 from envs.lazy_seeding import LazySeeding
-from envs.messages import Message, user
 from envs.reset_options import check_options
 from envs.reset_options import describe_options as describe_options  # public here before the split
 from envs.step_result import StepResult
@@ -53,7 +53,7 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
         max_tool_time_s: Seconds of tool time one turn may use in all (None: no budget).
 
     Example:
-        >>> from envs.messages import user
+        >>> from chat.message import user
         >>> from envs.step_result import StepResult
         >>> class Greet(TextEnv):
         ...     def _reset(self, options):

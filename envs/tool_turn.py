@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envs.messages import Message, tool_result, user
+from chat.message import Message, tool_result, user
 from envs.step_result import StepResult
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.messages import Message
+from chat.message import Message
 
 
 def render_transcript(messages: list[Message]) -> str:

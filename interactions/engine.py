@@ -1,50 +1,16 @@
-"""The engine contract: `await engine.generate(request_id, prompt_ids=..., sampling_params=...)`.
+"""Moved to `chat.engine` (issue 35: the engine contract sits on the ground floor).
 
-Defined here, not in rollout, because its lowest user is `LLMUser` (an interaction plays a user with an
-engine) and interactions sit below rollout: `rollout.engine` re-exports this one protocol with the
-engines' shared types, so there is one contract, not one per layer.
+This path keeps working and warns once per process; import from `chat.engine` instead.
 """
 
-from __future__ import annotations
+import warnings
 
-from typing import Any, Protocol, runtime_checkable
+from chat.engine import Engine, chat_kwargs
 
+__all__ = ["Engine", "chat_kwargs"]
 
-@runtime_checkable
-class Engine(Protocol):
-    """Anything that turns prompt ids into generated ids with logprobs.
-
-    `generate` returns something with `token_ids`, `log_probs` and `stop_reason` (verl's `TokenOutput`
-    or `rollout.engine.Generation`).
-    """
-
-    async def generate(
-        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any]
-    ) -> Any:
-        """Generate a continuation of `prompt_ids`."""
-        ...
-
-
-def chat_kwargs(
-    engine: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """The extra `generate` keywords for an engine that reads chat messages (`takes_messages = True`).
-
-    A token engine (HF, SGLang, verl's server manager) reads `prompt_ids` alone and gets none; an engine
-    behind a chat API (`rollout.openai_engine.OpenAIEngine`) cannot take ids, so its callers also hand it
-    the messages the ids were rendered from, and the tool schemas.
-
-    Args:
-        engine: The engine about to be called.
-        messages: The chat the prompt ids render.
-        tools: The tool schemas the chat template was given, if any.
-
-    Returns:
-        `{}` or `{"messages": ..., "tools": ...}`.
-
-    >>> chat_kwargs(object(), [{"role": "user", "content": "hi"}])
-    {}
-    """
-    if not getattr(engine, "takes_messages", False):
-        return {}
-    return {"messages": [dict(m) for m in messages], "tools": list(tools or [])}
+warnings.warn(
+    "interactions.engine moved to chat.engine; import Engine and chat_kwargs from there",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, TypeVar
 
-from interactions.engine import Engine, chat_kwargs
-from interactions.interaction import Interaction, InteractionOutcome, InteractionReply, Message
+from chat.engine import Engine, chat_kwargs
+from chat.message import Message
+from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
 from tools.chat_encoding import ChatEncoder
 from tools.run_sync import run_sync
 

@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from interactions.interaction import Interaction, InteractionOutcome, InteractionReply, Message
+from chat.message import Message
+from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
 
 _CHECKS = ("eq", "max", "min", "contains")
 

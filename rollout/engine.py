@@ -2,7 +2,8 @@
 
 Any object with that coroutine qualifies (verl's server manager does). It returns something with
 `token_ids`, `log_probs` and `stop_reason` (verl's `TokenOutput` or `Generation` below). `Engine`, the
-protocol, is defined in `interactions/engine.py` (LLMUser, below rollout, needs it too) and imported here.
+protocol, is defined in `chat/engine.py` (the ground floor: LLMUser, below rollout, needs it too) and
+re-exported here with the types the engines share.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The contract itself sits in interactions, its lowest user (LLMUser); rollout's engines implement it.
-from interactions.engine import Engine as Engine
-from interactions.engine import chat_kwargs as chat_kwargs
+# The contract itself sits in chat, the ground floor; rollout's engines implement it.
+from chat.engine import Engine as Engine
+from chat.engine import chat_kwargs as chat_kwargs
 
 
 @dataclass

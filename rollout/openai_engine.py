@@ -3,7 +3,7 @@ Ollama, a hosted API) as an engine for `rollout.eval`, opponents and simulated u
 
 Evaluation only, not training: a chat API takes messages and returns text, not token ids or their
 logprobs. The engine therefore reads the chat messages its caller rendered (`takes_messages`, see
-`interactions.engine.chat_kwargs`), and returns the reply re-encoded with a local tokenizer, with no
+`chat.engine.chat_kwargs`), and returns the reply re-encoded with a local tokenizer, with no
 logprobs (`extra_fields["text_only"]`). Those ids are not the ones the model sampled, so such episodes
 measure a model but cannot be trained on. Tool calls the server returns as `tool_calls` are written back
 into the text in the episode's call format (hermes by default), so the env reads them as it reads any reply.
@@ -150,7 +150,7 @@ class OpenAIEngine(SGLangEngine):
         if messages is None:
             raise EngineRequestError(
                 "engine=openai speaks chat completions and was given only token ids: its caller must pass "
-                "messages= (interactions.engine.chat_kwargs)"
+                "messages= (chat.engine.chat_kwargs)"
             )
         payload: dict[str, Any] = {
             "model": self.model,

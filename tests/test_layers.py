@@ -1,6 +1,6 @@
-"""Imports point one way (trainer → rollout → envs → tools / interactions) and no module cycles.
+"""Imports point one way (trainer → rollout → envs → tools / interactions → chat) and no module cycles.
 
-Every import statement of every module in the five packages is read with `ast`, including imports
+Every import statement of every module in the six packages is read with `ast`, including imports
 inside functions (they run later, but they are still arrows). Run this file as a script to print the
 package-level import graph: `.venv/bin/python tests/test_layers.py` (`--modules` for every module edge).
 """
@@ -14,19 +14,21 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions")
-# What each package may import (besides itself): the layers of docs/design.md.
+PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions", "chat")
+# What each package may import (besides itself): the layers of docs/design.md. `chat` (messages, the
+# engine contract) is the ground floor: every package may import it and it imports none of them.
 ALLOWED = {
-    "trainer": {"rollout", "envs", "tools", "interactions"},
-    "rollout": {"envs", "tools", "interactions"},
-    "envs": {"tools", "interactions"},
-    "interactions": {"tools"},
-    "tools": set(),
+    "trainer": {"rollout", "envs", "tools", "interactions", "chat"},
+    "rollout": {"envs", "tools", "interactions", "chat"},
+    "envs": {"tools", "interactions", "chat"},
+    "interactions": {"tools", "chat"},
+    "tools": {"chat"},
+    "chat": set(),
 }
 
 
 def module_files() -> dict[str, Path]:
-    """{dotted module name: file} for every module of the five packages."""
+    """{dotted module name: file} for every module of the six packages."""
     found = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -153,7 +155,30 @@ def test_the_scan_sees_imports_inside_functions():
 
 def test_no_upward_arrow():
     arrows = upward_arrows(import_edges())
-    assert not arrows, "imports against trainer → rollout → envs → tools/interactions:\n" + "\n".join(arrows)
+    assert not arrows, "imports against trainer → rollout → envs → tools/interactions → chat:\n" + "\n".join(
+        arrows
+    )
+
+
+# Modules that moved and keep their old path as a deprecation shim: no repo module imports them.
+SHIMS = {"envs.messages": "chat.message", "interactions.engine": "chat.engine"}
+
+
+def test_chat_is_the_ground_floor():
+    # Every package may stand on chat and chat stands on none (test_no_upward_arrow checks the edges).
+    assert ALLOWED["chat"] == set()
+    assert all("chat" in allowed for package, allowed in ALLOWED.items() if package != "chat")
+    users = {package_of(src) for src, dst, _, _ in import_edges() if package_of(dst) == "chat"}
+    assert {"envs", "interactions", "rollout"} <= users
+
+
+def test_no_repo_module_imports_a_deprecation_shim():
+    users = [
+        f"{src}:{line} imports {dst} (use {SHIMS[dst]})"
+        for src, dst, line, _ in import_edges()
+        if dst in SHIMS
+    ]
+    assert not users, "\n".join(users)
 
 
 def test_no_import_cycle():

@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from chat.message import system, user
 from envs.assistant_turn import AssistantTurn
 from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.code.submission_outcome import SubmissionOutcome
-from envs.messages import system, user
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
 from tools.run_sync import run_sync

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from chat.message import Message, system, user
 from envs.assistant_turn import AssistantTurn
-from envs.messages import Message, system, user
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
 

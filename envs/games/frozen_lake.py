@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, ClassVar
 
+from chat.message import system, user
 from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
-from envs.messages import system, user
 from envs.step_result import StepResult
 
 Cell = tuple[int, int]

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+from chat.message import system, user
 from envs.errors import InvalidAction
 from envs.games.text_game import TextGame, one_move
-from envs.messages import system, user
 from envs.step_result import StepResult
 
 WORD_LIST = Path(__file__).parent / "data" / "wordle_words.txt"

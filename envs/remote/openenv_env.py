@@ -17,8 +17,8 @@ import json
 import re
 from typing import Any
 
+from chat.message import Message, system, user
 from envs.errors import InvalidOptions
-from envs.messages import Message, system, user
 from envs.remote.wire import RemoteEnvError
 from envs.step_result import StepResult
 from envs.text_env import TextEnv

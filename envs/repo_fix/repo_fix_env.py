@@ -6,9 +6,9 @@ import json
 import re
 from typing import Any
 
+from chat.message import system, user
 from envs.assistant_turn import AssistantTurn
 from envs.code.submission_outcome import SubmissionOutcome
-from envs.messages import system, user
 from envs.repo_fix.catalogue import template_source
 from envs.repo_fix.generator import DIFFICULTIES, RepoTask, generate
 from envs.repo_fix.repo_files import MAX_FILE_CHARS, RepoError, RepoFiles

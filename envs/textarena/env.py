@@ -9,8 +9,8 @@ import re
 from collections.abc import Generator
 from typing import Any
 
+from chat.message import Message, system, user
 from envs.assistant_turn import AssistantTurn
-from envs.messages import Message, system, user
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
 from envs.textarena.action_formats import action_format

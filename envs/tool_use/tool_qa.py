@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from chat.message import system, user
 from envs.assistant_turn import AssistantTurn
-from envs.messages import system, user
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
 
