@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.turngym-installed
 
-.PHONY: install train train-real experts test test-fast lint bench
+.PHONY: install train train-real train-real-tools experts test test-fast lint bench
 
 $(STAMP): pyproject.toml
 	@{ command -v bwrap && ldconfig -p | grep -q 'libseccomp\.so\.2'; } >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -35,6 +35,14 @@ train: install
 # Its own folder: outputs/guess-number is make train's run.
 train-real: install
 	$(BIN)/python -m trainer.run env=guess-number-shaped model=smollm2-135m-instruct algorithm=turn-grpo turngym.output_dir=outputs/guess-number-smollm2
+
+# The same model calling tools (calculator-qa easy: `calculator`, then `submit`). It makes no tool call
+# zero-shot, so GRPO's groups would all score alike: a short supervised start on the env's scripted
+# expert (64 episodes, one epoch) comes first, then turn-level GRPO with the same LoRA preset.
+train-real-tools: install
+	$(BIN)/python -m trainer.run env=calculator-qa model=smollm2-135m-instruct algorithm=turn-grpo turngym.output_dir=outputs/calculator-qa-smollm2 \
+		turngym.warm_start.enable=true turngym.warm_start.episodes=64 turngym.warm_start.epochs=1 turngym.warm_start.lr=1e-4 turngym.warm_start.batch_size=8 \
+		turngym.max_tokens_per_turn=48 data.max_response_length=256 actor_rollout_ref.rollout.multi_turn.max_assistant_turns=4
 
 experts: install
 	$(BIN)/python -m envs experts

@@ -225,7 +225,8 @@ def _tree_cpu_seconds(root: int, seen: dict[int, float]) -> int:
 def make_train_arguments(target: str = "train") -> list[str]:
     """The trainer arguments of a Makefile target (`train` by default), so this bench runs exactly `make <target>`."""
     inside = False
-    for line in (REPO / "Makefile").read_text().splitlines():
+    # A recipe line continued with a trailing backslash is one command.
+    for line in (REPO / "Makefile").read_text().replace("\\\n", " ").splitlines():
         if not line.startswith("\t"):
             inside = (
                 line.split(":", 1)[0].strip() == target and ":" in line and "=" not in line.split(":", 1)[0]
