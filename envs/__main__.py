@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import envs
 from envs.text_env import render_transcript
+from tools.calls.formats import write_calls
 from tools.cli_errors import ArgumentParser, UsageError, check_port_free, did_you_mean, run_cli
 
 # Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
@@ -266,11 +267,9 @@ def play_episode(env, seed: int | None, ask: Callable[[], str | None]) -> int:
     messages, info = env.reset(seed=seed)
     _show(render_transcript(messages))
     if env.tool_schemas:
-        _show(
-            "\n(tools: "
-            + ", ".join(t["function"]["name"] for t in env.tool_schemas)
-            + '; call one as <tool_call>{"name": ..., "arguments": {...}}</tool_call>)'
-        )
+        names = [t["function"]["name"] for t in env.tool_schemas]
+        example = write_calls([(names[0], {})], getattr(env.unwrapped, "tool_call_format", None))
+        _show(f"\n(tools: {', '.join(names)}; call one as {' '.join(example.split())})")
     total = 0.0
     while True:
         action = ask()

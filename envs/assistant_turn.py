@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envs.errors import InvalidAction
+from tools.calls.formats import may_hold_calls
 
 if TYPE_CHECKING:
     from tools.calls.call import ToolCall
@@ -53,11 +54,7 @@ def read_action(
         if (
             len(action) <= max_chars
             and action.isprintable()
-            and (
-                "<tool_call>" not in action
-                if tool_call_format == "hermes"  # the default, tested inline on the hot path
-                else not (tool_call_format and _may_hold_tool_calls(action, tool_call_format))
-            )
+            and not (tool_call_format and may_hold_calls(action, tool_call_format))
         ):
             return AssistantTurn(action)  # the usual plain reply: nothing to drop, cut or parse
         return _read_text(action, max_chars, tool_call_format, has_tools)
@@ -75,25 +72,12 @@ def _read_text(
         raise InvalidAction(f"the reply is {len(text)} characters long; the limit is {max_chars}")
     if not text.isprintable():  # isprintable() is a fast pre-check; most replies have nothing to drop
         text = _CONTROL_CHARS.sub("", text)
-    if (
-        tool_call_format
-        and _may_hold_tool_calls(text, tool_call_format)
-        and (has_tools is None or has_tools())
-    ):
+    if tool_call_format and may_hold_calls(text, tool_call_format) and (has_tools is None or has_tools()):
         from tools.calls import parse_tool_calls
 
         parsed = parse_tool_calls(text, tool_call_format)
         return AssistantTurn(parsed.content, tuple(parsed.tool_calls), tuple(parsed.errors))
     return AssistantTurn(text)
-
-
-def _may_hold_tool_calls(text: str, tool_call_format: str) -> bool:
-    # A cheap test first: env steps are a hot path and most replies hold no call.
-    if tool_call_format == "hermes":
-        return "<tool_call>" in text
-    if tool_call_format == "mistral":
-        return "[TOOL_CALLS]" in text
-    return "{" in text or "<|python_tag|>" in text
 
 
 def _read_message(

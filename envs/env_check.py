@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tools.calls.formats import get_format
+
 STATUSES = ("PASS", "FAIL", "SKIP")
 _REPLAY_TURNS = 20
 
@@ -181,7 +183,8 @@ def hostile_inputs(tool_name: str) -> list[tuple[str, Any]]:
     >>> [label for label, _ in hostile_inputs("guess")][:3]
     ['empty', 'blank', 'huge (1,000,000 characters)']
     """
-    call = '<tool_call>\n{{"name": "{name}", "arguments": {args}}}\n</tool_call>'
+    hermes = get_format("hermes").markers
+    call = hermes.opens[0] + '\n{{"name": "{name}", "arguments": {args}}}\n' + hermes.close
 
     def message(arguments: Any, name: str = tool_name) -> dict[str, Any]:
         fn = {"name": name, "arguments": arguments}
@@ -200,7 +203,7 @@ def hostile_inputs(tool_name: str) -> list[tuple[str, Any]]:
         ("terminal escapes", "\x1b[2J\x1b]0;title\x07\x00\u202e42"),
         ("tool call, broken JSON", call.format(name=tool_name, args='{"x": ')),
         ("tool call, unknown tool", call.format(name="no_such_tool", args="{}")),
-        ("tool call, unclosed tag", f'<tool_call>{{"name": "{tool_name}", "arguments": {{}}}}'),
+        ("tool call, unclosed tag", hermes.opens[0] + f'{{"name": "{tool_name}", "arguments": {{}}}}'),
         ("tool call, deep nesting", call.format(name=tool_name, args="[" * 5000)),
         ("tool call message, bad JSON", message("{")),
         ("tool call message, list arguments", message([1, 2, 3])),

@@ -25,6 +25,7 @@ from envs.turn_limits import (
     DEFAULT_MAX_TOOL_TIME_S,
     TurnLimits,
 )
+from tools.calls.formats import get_format, may_hold_calls
 from tools.run_sync import run_sync
 
 if TYPE_CHECKING:
@@ -251,11 +252,11 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
             type(action) is str
             and len(action) <= self.max_action_chars
             and action.isprintable()
-            and "<tool_call>" not in action
-            and self.tool_call_format == "hermes"
+            and not (self.tool_call_format and may_hold_calls(action, self.tool_call_format))
         ):
-            # A printable reply in the default format holds no call and nothing to clean: read_action would
-            # return it as it is. Most replies of most envs take this path, and it is every step of a game.
+            # A printable reply without a marker of the env's call format (the registry's) holds no call
+            # and nothing to clean: read_action would return it as it is. Most replies of most envs take
+            # this path, and it is every step of a game.
             return self._finish({"role": "assistant", "content": action}, self._respond_text(action))
         turn = self._read(action)
         if not isinstance(turn, AssistantTurn):  # unreadable: the finished step saying why
@@ -284,8 +285,6 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
     def set_tool_call_format(self, tool_call_format: str | None) -> None:
         """Read tool calls written in reply text in this format (None: text is never read as calls)."""
         if tool_call_format is not None:
-            from tools.calls import get_format
-
             try:
                 get_format(tool_call_format)
             except KeyError as e:

@@ -24,6 +24,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from tools.calls.formats import guess_format
 from tools.chat_encoding import ChatEncoder
 from tools.render_deadline import RENDER_TIMEOUT_S, RenderTimeout, bounded_render
 
@@ -198,10 +199,4 @@ class ChatFormat:
         template = getattr(self.tokenizer, "chat_template", None) or ""
         if isinstance(template, dict):
             template = " ".join(str(v) for v in template.values())
-        if "<tool_call>" in template:
-            return "hermes"
-        if "[TOOL_CALLS]" in template:
-            return "mistral"
-        if "<|python_tag|>" in template or "ipython" in template:
-            return "llama3"
-        return "hermes"
+        return guess_format(template)

@@ -21,6 +21,7 @@ import json
 import logging
 from typing import Any
 
+from tools.calls.formats import get_format, write_calls
 from tools.render_deadline import RENDER_TIMEOUT_S, bounded_render
 
 log = logging.getLogger(__name__)
@@ -81,12 +82,14 @@ def default_system_prompt(tokenizer: Any, chat_template_kwargs: dict[str, Any] |
 def tools_system_text(tools: list[dict]) -> str:
     """The tools block added to the system message: one JSON schema a line, then the call format."""
     lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    hermes = get_format("hermes").markers
+    example = write_calls([("function name", {"argument": "value"})], "hermes")
     return (
         "# Tools\n\n"
         "You can call the functions listed in <tools></tools>, one JSON schema a line:\n"
         f"<tools>\n{lines}\n</tools>\n\n"
-        "To call one, write a JSON object with its name and arguments in <tool_call></tool_call> tags:\n"
-        '<tool_call>\n{"name": "function name", "arguments": {"argument": "value"}}\n</tool_call>'
+        f"To call one, write a JSON object with its name and arguments in {hermes.opens[0]}{hermes.close} tags:\n"
+        + example
     )
 
 
@@ -116,8 +119,9 @@ def place_tools(
         _warned.add(key)
         log.warning(
             "the chat template renders no tools: the %d tool schemas go into the system message "
-            "(hermes <tool_call> format), see docs/rollout.md",
+            "(hermes %s format), see docs/rollout.md",
             len(tools),
+            get_format("hermes").markers.opens[0],
         )
     block = tools_system_text(tools)
     out = [dict(m) for m in messages]

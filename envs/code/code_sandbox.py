@@ -13,6 +13,7 @@ from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.code.submission_outcome import SubmissionOutcome
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
+from tools.calls.formats import write_calls
 from tools.run_sync import run_sync
 
 _CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -224,10 +225,7 @@ class CodeSandboxEnv(TextEnv):
             raise NotImplementedError(
                 "this problem has no reference solution, so there is no scripted expert"
             )
-        import json
-
-        call = {"name": "submit", "arguments": {"code": self.problem.reference}}
-        return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+        return write_calls([("submit", {"code": self.problem.reference})], self.tool_call_format)
 
 
 class _LazySandbox:

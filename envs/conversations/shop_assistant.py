@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from envs.conversations.interaction_env import InteractionEnv
 from envs.step_result import StepResult
+from tools.calls.formats import write_calls
 
 if TYPE_CHECKING:
     from tools.calls.call import ToolCall
@@ -187,7 +188,7 @@ class ShopAssistantEnv(InteractionEnv):
         if last.get("role") == "tool" and last.get("name") == "search_products":
             try:
                 results = json.loads(last["content"])
-                return _call("place_order", {"product_id": results[0]["id"]})
+                return write_calls([("place_order", {"product_id": results[0]["id"]})], self.tool_call_format)
             except (ValueError, LookupError, TypeError):
                 pass
         known = self.interaction.revealed_goal()
@@ -200,8 +201,4 @@ class ShopAssistantEnv(InteractionEnv):
         ):
             if kind in known:
                 filters[field] = known[kind]
-        return _call("search_products", filters)
-
-
-def _call(name: str, arguments: dict) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+        return write_calls([("search_products", filters)], self.tool_call_format)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -15,6 +14,7 @@ from envs.repo_fix.repo_files import MAX_FILE_CHARS, RepoError, RepoFiles
 from envs.repo_fix.repo_grader import REPO_DIR, grade_repository, sandbox_files
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
+from tools.calls.formats import write_calls
 
 _FAILED_TEST = re.compile(r"^FAIL (tests/\S+::\w+)$", re.MULTILINE)
 TEST_COMMAND = "python3 run_tests.py"
@@ -208,7 +208,7 @@ class RepoFixEnv(TextEnv):
         if self.task is None:
             raise RuntimeError("reset() first")
         if self.last_test_output is None or self.edited_since_tests:
-            return _calls(("shell", {"command": TEST_COMMAND}))
+            return write_calls([("shell", {"command": TEST_COMMAND})], self.tool_call_format)
         failing = _FAILED_TEST.findall(self.last_test_output)
         bugs = []
         for test_id in failing:
@@ -217,8 +217,8 @@ class RepoFixEnv(TextEnv):
                     bugs.append(bug)
         edits = [e for e in (self._fix_of(bug) for bug in bugs) if e is not None]
         if not edits:
-            return _calls(("submit", {}))
-        return _calls(*(("edit", e) for e in edits))
+            return write_calls([("submit", {})], self.tool_call_format)
+        return write_calls([("edit", e) for e in edits], self.tool_call_format)
 
     def _fix_of(self, bug) -> dict | None:
         """The edit that undoes `bug` (with enough context to be unique); None when already undone."""
@@ -238,9 +238,3 @@ class RepoFixEnv(TextEnv):
             end = len(original) if after < 0 else after
         fixed_window = original[start:at] + bug.old + original[at + len(bug.new) : end]
         return {"path": path, "old": original[start:end], "new": fixed_window}
-
-
-def _calls(*calls: tuple[str, dict]) -> str:
-    return "\n".join(
-        f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>" for name, args in calls
-    )

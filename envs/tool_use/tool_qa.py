@@ -11,6 +11,7 @@ from chat.message import system, user
 from envs.assistant_turn import AssistantTurn
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
+from tools.calls.formats import write_calls
 
 if TYPE_CHECKING:
     from tools.calls.call import ToolCall
@@ -156,16 +157,12 @@ class ToolQAEnv(TextEnv):
         if self.expert_step < len(calls):
             name, args = calls[self.expert_step]
             self.expert_step += 1
-            return _call(name, args)
-        return _call("submit", {"answer": self.expert_answer()})
+            return write_calls([(name, args)], self.tool_call_format)
+        return write_calls([("submit", {"answer": self.expert_answer()})], self.tool_call_format)
 
     def expert_answer(self) -> str:
         """The answer the expert submits (subclasses read it off the tool results)."""
         return self.question.answer
-
-
-def _call(name: str, arguments: dict[str, Any]) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
 def numbers_match(given: str, expected: str) -> bool:

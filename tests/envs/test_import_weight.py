@@ -24,7 +24,8 @@ def test_import_tools_pulls_no_ml_stack():
 
 def test_plain_text_episodes_touch_no_tool_machinery():
     # make + seeded reset + text replies, as verl's agent loop plays a game: no pydantic model, no tool
-    # registry, no tool-call parser, no numpy generator (guess-number draws from quick_random).
+    # registry, no tool-call parser, no numpy generator (guess-number draws from quick_random). The
+    # call-format registry is there (a reply is checked for its format's markers); its parsers are not.
     loaded = _modules_after(
         "import envs\n"
         "for seed in range(20):\n"
@@ -33,4 +34,6 @@ def test_plain_text_episodes_touch_no_tool_machinery():
         "    assert env.unwrapped._tool_prototypes is None and env.unwrapped._generator is None\n"
         "del env"  # back at the top level, where `_modules_after` appends its print
     )
-    assert not [m for m in ["pydantic", "tools.registry", "tools.calls"] if m in loaded]
+    parsers = ["tools.calls.hermes", "tools.calls.llama3", "tools.calls.mistral", "tools.calls.jsonscan"]
+    assert not [m for m in ["pydantic", "tools.registry", *parsers] if m in loaded]
+    assert "tools.calls.formats" in loaded

@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.calls import ToolCall, format_tool_calls, get_format, list_formats, parse_tool_calls
+from tools.calls import (
+    ToolCall,
+    format_tool_calls,
+    get_format,
+    guess_format,
+    list_formats,
+    may_hold_calls,
+    parse_tool_calls,
+    write_calls,
+)
 
 json_scalars = (
     st.none()
@@ -50,6 +59,35 @@ def test_format_then_parse_round_trips(fmt, calls, content):
     assert parsed.errors == []
     assert parsed.tool_calls == tool_calls
     assert parsed.content == content
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
+@settings(max_examples=60, deadline=None)
+@given(calls=st.lists(st.tuples(names, arguments), min_size=1, max_size=3), content=contents)
+def test_a_text_without_the_registry_markers_holds_no_call(fmt, calls, content):
+    # The markers the registry hands out are what envs test a reply for before parsing it: a rendered
+    # call always holds one, and a text that holds none parses to no call.
+    assert may_hold_calls(write_calls(calls, fmt), fmt)
+    if not may_hold_calls(content, fmt):
+        assert parse_tool_calls(content, fmt).tool_calls == []
+
+
+def test_markers_guess_a_templates_format_and_write_an_experts_reply():
+    assert guess_format("{% if tools %}<tool_call>{% endif %}") == "hermes"
+    assert guess_format("{{- '<|python_tag|>' }}") == "llama3"
+    assert guess_format("[TOOL_CALLS]") == "mistral"
+    assert guess_format("{{ messages }}", default="llama3") == "llama3"
+    hermes = get_format("qwen").markers
+    assert (hermes.opens, hermes.close) == (("<tool_call>",), "</tool_call>")
+    text = write_calls([("guess", {"number": 7})], "hermes")
+    assert text == '<tool_call>\n{"name": "guess", "arguments": {"number": 7}}\n</tool_call>'
+    assert write_calls([("guess", {"number": 7})], None) == text
+    assert [
+        c.name for c in parse_tool_calls(write_calls([("a", {}), ("b", {})], "mistral"), "mistral").tool_calls
+    ] == [
+        "a",
+        "b",
+    ]
 
 
 def test_hermes_several_calls_lenient_whitespace_and_ids():

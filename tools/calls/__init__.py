@@ -1,22 +1,30 @@
-"""Tool-call text formats (hermes/Qwen, llama3, mistral): parse model text, render calls back."""
+"""Tool-call text formats (hermes/Qwen, llama3, mistral): parse model text, render calls back, markers."""
 
 from tools.calls.call import ParsedTurn, ToolCall
 from tools.calls.formats import (
     CallFormat,
     format_tool_calls,
     get_format,
+    guess_format,
     list_formats,
+    may_hold_calls,
     parse_tool_calls,
     register_format,
+    write_calls,
 )
+from tools.calls.markers import CallMarkers
 
 __all__ = [
     "CallFormat",
+    "CallMarkers",
     "ParsedTurn",
     "ToolCall",
     "format_tool_calls",
     "get_format",
+    "guess_format",
     "list_formats",
+    "may_hold_calls",
     "parse_tool_calls",
     "register_format",
+    "write_calls",
 ]

@@ -6,8 +6,9 @@ import json
 
 from tools.calls.call import ParsedTurn, ToolCall
 from tools.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
+from tools.calls.markers import HERMES
 
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
+OPEN, CLOSE = HERMES.opens[0], HERMES.close
 
 
 def parse(text: str, id_prefix: str = "call_") -> ParsedTurn:

@@ -6,8 +6,9 @@ import json
 
 from tools.calls.call import ParsedTurn, ToolCall
 from tools.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
+from tools.calls.markers import LLAMA3
 
-TAG = "<|python_tag|>"
+TAG = LLAMA3.opens[0]
 _END_TOKENS = ("<|eom_id|>", "<|eot_id|>")
 
 

@@ -7,8 +7,9 @@ import re
 
 from tools.calls.call import ParsedTurn, ToolCall
 from tools.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
+from tools.calls.markers import MISTRAL
 
-TAG = "[TOOL_CALLS]"
+TAG = MISTRAL.opens[0]
 _V11_RE = re.compile(r"\s*([A-Za-z0-9_.\-]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?\[ARGS\]")
 
 
