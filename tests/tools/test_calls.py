@@ -8,16 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.calls import (
-    ToolCall,
-    format_tool_calls,
-    get_format,
-    guess_format,
-    list_formats,
-    may_hold_calls,
-    parse_tool_calls,
-    write_calls,
-)
+from tools.calls import ToolCall, format_tool_calls, get_format, list_formats, parse_tool_calls
+from tools.calls.formats import guess_format, may_hold_calls, write_calls
 
 json_scalars = (
     st.none()
