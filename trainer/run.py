@@ -434,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         0
         >>> with contextlib.redirect_stderr(sys.stdout):
         ...     code = main(["env=guess-numbr"])
-        trainer.run: unknown env 'guess-numbr'; valid choices: code-sandbox, guess-number, ...
+        trainer.run: unknown env 'guess-numbr'; valid choices: calculator-qa, code-sandbox, ...
         >>> code
         2
         >>> main(["env=guess-number", "trainer.total_training_steps=1"])  # a real run  # doctest: +SKIP
