@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.turngym-installed
 
-.PHONY: install train train-real train-real-tools experts test test-fast lint bench
+.PHONY: install train train-real train-real-tools train-real-games experts test test-fast lint bench
 
 $(STAMP): pyproject.toml
 	@{ command -v bwrap && ldconfig -p | grep -q 'libseccomp\.so\.2'; } >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -38,11 +38,19 @@ train-real: install
 
 # The same model calling tools (calculator-qa easy: `calculator`, then `submit`). It makes no tool call
 # zero-shot, so GRPO's groups would all score alike: a short supervised start on the env's scripted
-# expert (64 episodes, one epoch) comes first, then turn-level GRPO with the same LoRA preset.
+# expert (64 episodes, one epoch) comes first, then 10 steps of turn-level GRPO with the same LoRA
+# preset (a step here is ~4x a guess-number step: the tool schemas make the prompt ~380 tokens).
 train-real-tools: install
 	$(BIN)/python -m trainer.run env=calculator-qa model=smollm2-135m-instruct algorithm=turn-grpo turngym.output_dir=outputs/calculator-qa-smollm2 \
 		turngym.warm_start.enable=true turngym.warm_start.episodes=64 turngym.warm_start.epochs=1 turngym.warm_start.lr=1e-4 turngym.warm_start.batch_size=8 \
-		turngym.max_tokens_per_turn=48 data.max_response_length=256 actor_rollout_ref.rollout.multi_turn.max_assistant_turns=4
+		turngym.max_tokens_per_turn=48 data.max_response_length=256 actor_rollout_ref.rollout.multi_turn.max_assistant_turns=4 \
+		trainer.total_training_steps=10 trainer.test_freq=10 trainer.save_freq=10
+
+# The same model on the four text games (guess-number, wordle, maze, tic-tac-toe), text moves only (the
+# games' action tools would put ~300 tokens of schemas in every prompt). It ends with a table per game:
+# zero-shot (step 0) and trained, beside the random player and the expert on the same 128 episodes.
+train-real-games: install
+	$(BIN)/python -m trainer.run env=text-game model=smollm2-135m-instruct env.kwargs.action_tool=false env.val_episodes=128 turngym.output_dir=outputs/text-game-smollm2
 
 experts: install
 	$(BIN)/python -m envs experts

@@ -65,6 +65,7 @@ def learning_table(
     val_records: list[dict[str, Any]],
     episodes: dict[str, list[tuple[str, int, dict[str, Any]]]],
     max_turns: int | None,
+    warm_started: bool = False,
 ) -> str | None:
     """Per env: success at the first and last validation, then the random player and the expert.
 
@@ -72,6 +73,7 @@ def learning_table(
         val_records: The run's validation records (`MetricsLog.records("val")`), in step order.
         episodes: The validation episodes by source (`validation_episodes`): [(env id, seed, kwargs)].
         max_turns: The rollout's turn cap, applied to the trivial players too (None: the env's own).
+        warm_started: Whether RL started from a warm start: step 0 is then the warm-started model's.
 
     Returns:
         The table as text, or None when the run has no validation with per-env success.
@@ -87,7 +89,9 @@ def learning_table(
     if not records:
         return None
     first, last = records[0], records[-1]
-    label = "step 0 (zero-shot)" if first["step"] == 0 else f"step {first['step']}"
+    label = f"step {first['step']}"
+    if first["step"] == 0:
+        label += " (warm-started)" if warm_started else " (zero-shot)"
     columns = [label] + ([f"step {last['step']}"] if last is not first else []) + list(PLAYERS)
     rows = []
     for source, source_episodes in episodes.items():

@@ -390,7 +390,8 @@ def print_learning_table(cfg: DictConfig) -> None:
         return
     try:
         max_turns = cfg.actor_rollout_ref.rollout.multi_turn.get("max_assistant_turns")
-        table = learning_table(records, validation_episodes(val_file), max_turns)
+        warm_started = bool(OmegaConf.select(cfg, "turngym.warm_start.enable", default=False))
+        table = learning_table(records, validation_episodes(val_file), max_turns, warm_started)
     except Exception as exc:  # a report at the end of a finished run, never a reason to fail it
         print(f"[turngym] learning table not printed: {type(exc).__name__}: {exc}", flush=True)
         return

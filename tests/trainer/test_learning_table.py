@@ -54,3 +54,13 @@ def test_the_table_puts_zero_shot_and_last_step_beside_the_players_and_marks_a_m
 def test_no_validation_means_no_table():
     assert learning_table([], {}, None) is None
     assert learning_table([{"step": 3, "val-core/reward": 1.0}], {}, None) is None
+
+
+def test_step_0_of_a_warm_started_run_is_not_called_zero_shot(tmp_path):
+    episodes = validation_episodes(_val_file(tmp_path))
+    records = [
+        {"step": 0, "val-aux/maze-v0/success/mean@1": 0.1},
+        {"step": 4, "val-aux/maze-v0/success/mean@1": 0.3},
+    ]
+    assert "step 0 (warm-started)" in learning_table(records, episodes, 6, warm_started=True).splitlines()[0]
+    assert "step 0 (zero-shot)" in learning_table(records, episodes, 6).splitlines()[0]
