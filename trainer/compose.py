@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -195,10 +194,9 @@ def check_config(cfg: DictConfig) -> None:
     from trainer.registry_checks import check_registry_values
 
     check_registry_values(cfg)
-    joins = OmegaConf.select(cfg, "ray_kwargs.ray_init.address", default=None) or os.environ.get(
-        "RAY_ADDRESS"
-    )
-    if str(joins or "local").strip() in ("", "local"):
+    from trainer.ray_cluster import given_address
+
+    if given_address(cfg) is None:
         # With a cluster to join, trainer.run checks the node count against it first (a trainer.nnodes
         # the cluster lacks also breaks verl's batch-size divisibility) and then runs this check.
         check_verl_sizes(cfg)

@@ -24,6 +24,15 @@ VERL_CPUS_PER_BUNDLE = 3
 RECIPE = "start it with `ray start --head` (docs/cluster.md)"
 
 
+def given_address(cfg: DictConfig) -> str | None:
+    """The cluster address as given (``ray_kwargs.ray_init.address``, else ``$RAY_ADDRESS``), stripped;
+    None for none or ``local`` (the run starts its own Ray instance). ``auto`` is returned unresolved."""
+    given = OmegaConf.select(cfg, ADDRESS_KEY, default=None) or os.environ.get("RAY_ADDRESS") or None
+    if given is None or str(given).strip() in ("", "local"):
+        return None
+    return str(given).strip()
+
+
 def cluster_address(cfg: DictConfig) -> str | None:
     """The address of the Ray cluster this run joins, or None when it starts its own Ray instance.
 
@@ -38,10 +47,9 @@ def cluster_address(cfg: DictConfig) -> str | None:
         ``host:port`` (or a ``ray://`` address as given); None for none or ``local``. ConfigError when
         ``auto`` finds no cluster.
     """
-    given = OmegaConf.select(cfg, ADDRESS_KEY, default=None) or os.environ.get("RAY_ADDRESS") or None
-    if given is None or str(given).strip() in ("", "local"):
+    address = given_address(cfg)
+    if address is None:
         return None
-    address = str(given).strip()
     if address == "auto":
         from ray._private.utils import get_ray_address_file, read_ray_address
 
