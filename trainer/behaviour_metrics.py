@@ -65,6 +65,15 @@ def batch_behaviour(extra_fields: Sequence[dict[str, Any] | None]) -> dict[str, 
 _VAL_SUCCESS = re.compile(r"val-aux/(?P<source>[^/]+)/success/mean@\d+$")
 
 
+def validation_success(metrics: dict[str, Any]) -> dict[str, float]:
+    """{source: success rate} of one validation's metrics (verl's ``val-aux/<source>/success/mean@N``).
+
+    >>> validation_success({"val-aux/g-v0/success/mean@1": 0.25, "val-core/g-v0/reward/mean@1": 0.1})
+    {'g-v0': 0.25}
+    """
+    return {m["source"]: float(v) for k, v in metrics.items() if (m := _VAL_SUCCESS.match(k))}
+
+
 def validation_source_lines(metrics: dict[str, Any]) -> list[str]:
     """One line per validation source: its success rate with the 95 % Wilson interval, and its behaviour.
 
@@ -75,7 +84,7 @@ def validation_source_lines(metrics: dict[str, Any]) -> list[str]:
     from envs.success_interval import wilson_interval
 
     episodes = int(metrics.get("val-aux/turngym/episodes", 0) or 0)
-    successes = {m["source"]: float(v) for k, v in metrics.items() if (m := _VAL_SUCCESS.match(k))}
+    successes = validation_success(metrics)
     lines = []
     for source, rate in successes.items():
         shown = f"{source}: success {rate:.1%}"

@@ -9,15 +9,13 @@ beside the model's first and last validation, each with its 95 % Wilson interval
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from envs.baseline_players import PLAYERS, play_baseline
 from envs.success_interval import wilson_interval
-
-_SUCCESS = re.compile(r"val-aux/(?P<source>[^/]+)/success/mean@\d+$")
+from trainer.behaviour_metrics import validation_success
 
 
 def validation_episodes(val_file: str | Path) -> dict[str, list[tuple[str, int, dict[str, Any]]]]:
@@ -61,6 +59,10 @@ def _cell(successes: float, episodes: int) -> str:
     return f"{rate:6.1%} ({lo:.0%}-{hi:.0%})"
 
 
+def _model_cell(rate: float | None, episodes: int) -> str:
+    return "-" if rate is None else _cell(round(rate * episodes), episodes)
+
+
 def learning_table(
     val_records: list[dict[str, Any]],
     episodes: dict[str, list[tuple[str, int, dict[str, Any]]]],
@@ -85,25 +87,19 @@ def learning_table(
     env              episodes  step 0 (zero-shot)  step 20           random           expert
     guess-number-v0         8    0.0% (0%-32%)      50.0% (22%-78%)   12.5% (2%-47%)  100.0% (68%-100%)
     """
-    records = [r for r in val_records if any(_SUCCESS.match(k) for k in r)]
-    if not records:
+    validations = [(r["step"], rates) for r in val_records if (rates := validation_success(r))]
+    if not validations:
         return None
-    first, last = records[0], records[-1]
-    label = f"step {first['step']}"
-    if first["step"] == 0:
+    (first_step, first), (last_step, last) = validations[0], validations[-1]
+    label = f"step {first_step}"
+    if first_step == 0:
         label += " (warm-started)" if warm_started else " (zero-shot)"
-    columns = [label] + ([f"step {last['step']}"] if last is not first else []) + list(PLAYERS)
+    both = len(validations) > 1
+    columns = [label] + ([f"step {last_step}"] if both else []) + list(PLAYERS)
     rows = []
     for source, source_episodes in episodes.items():
         n = len(source_episodes)
-
-        def model_cell(record: dict[str, Any], source: str = source, n: int = n) -> str:
-            rate = next(
-                (v for k, v in record.items() if (m := _SUCCESS.match(k)) and m["source"] == source), None
-            )
-            return "-" if rate is None else _cell(round(float(rate) * n), n)
-
-        cells = [model_cell(first)] + ([model_cell(last)] if last is not first else [])
+        cells = [_model_cell(first.get(source), n)] + ([_model_cell(last.get(source), n)] if both else [])
         players = baseline_success(source_episodes, max_turns)
         cells += [_cell(*players[p]) if p in players else "-" for p in PLAYERS]
         rows.append([source, str(n), *cells])
