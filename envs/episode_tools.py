@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tools.run_sync import run_sync
+from common.run_sync import run_sync
 
 if TYPE_CHECKING:
     from tools import Tool

@@ -11,10 +11,10 @@ from typing import Any
 import gymnasium
 from gymnasium.envs.registration import WrapperSpec
 
+from common.registration import Registry, check_entry_point, load_entry_point
 from envs.errors import UnknownEnvError
 from envs.protocol import conforms
 from envs.wrappers import EpisodeLimits
-from tools.registration import Registry, check_entry_point, load_entry_point
 
 GYM_NAMESPACE = "turngym"
 # `name-vN`: lowercase, mirrored into Gymnasium as `turngym/name-vN`.

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from chat.message import Message, user
+from common.run_sync import run_sync
 from envs.assistant_turn import AssistantTurn, read_action
 from envs.episode_end import refusal_after_end
 from envs.episode_tools import EpisodeTools
@@ -26,7 +27,6 @@ from envs.turn_limits import (
     TurnLimits,
 )
 from tools.calls.formats import get_format, may_hold_calls
-from tools.run_sync import run_sync
 
 if TYPE_CHECKING:
     from tools import Tool, ToolResult

@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 from chat.engine import Engine, chat_kwargs
 from chat.message import Message
+from common.run_sync import run_sync
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
 from tools.chat_encoding import ChatEncoder
-from tools.run_sync import run_sync
 
 T = TypeVar("T")
 

@@ -8,10 +8,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from common.run_sync import run_sync
 from envs.protocol import EnvProtocol
 from rollout.chat_format import ChatFormat
 from rollout.engine import Engine, chat_kwargs
-from tools.run_sync import run_sync
 
 _request_ids = itertools.count()
 

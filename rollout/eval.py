@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.cli_errors import UsageError, check_output_file, did_you_mean, make_parent, run_cli
 from rollout.episode_budgets import NAMED_MODEL_BUDGETS, TRAINING_KEYS, default_budgets
 from rollout.named_models import EMBEDDED, is_embedded, is_model_name
-from tools.cli_errors import UsageError, check_output_file, did_you_mean, make_parent, run_cli
 
 USAGE = __doc__
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")

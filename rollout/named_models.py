@@ -354,7 +354,7 @@ def _remove_abandoned(target: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m rollout.named_models [model]``: convert (if needed) and print the directory."""
-    from tools.cli_errors import UsageError, run_cli
+    from common.cli_errors import UsageError, run_cli
 
     def convert(args: list[str] | None) -> int:
         args = sys.argv[1:] if args is None else args

@@ -23,8 +23,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from common.cli_errors import ArgumentParser, UsageError, run_cli
 from rollout.sglang_engine import SGLANG_SAMPLING_KEYS
-from tools.cli_errors import ArgumentParser, UsageError, run_cli
 from tools.serving import (
     AdmissionGate,
     RequestError,

@@ -30,10 +30,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from common.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 from envs.success_interval import wilson_interval
 from rollout.episode_pairs import pair_change, pair_episodes, verdict
 from rollout.trajectory import Trajectory
-from tools.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}

@@ -1,6 +1,6 @@
 """The docstring examples run, and the public API documents its arguments, return value and an example.
 
-One test case per module of the six packages whose source holds `>>> `: its examples run with the
+One test case per module of the packages whose source holds `>>> `: its examples run with the
 standard library's doctest (ELLIPSIS and NORMALIZE_WHITESPACE on) in an empty working directory and
 an empty temp directory, which must both stay empty. An example that needs an optional extra that is
 not installed (an import of it) skips its module with a reason naming the extra. Examples must be
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("chat", "envs", "tools", "interactions", "rollout", "trainer")
+PACKAGES = ("chat", "common", "envs", "tools", "interactions", "rollout", "trainer")
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 # Libraries an example may import that only an extra installs (pyproject.toml's optional-dependencies).
 EXTRAS = {
@@ -58,7 +58,7 @@ CACHES = ("turngym-sandbox-",)
 
 
 def doctest_modules() -> dict[str, Path]:
-    """{dotted module name: file} for every module of the six packages whose source holds `>>> `."""
+    """{dotted module name: file} for every module of the packages whose source holds `>>> `."""
     found = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):

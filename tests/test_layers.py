@@ -1,6 +1,6 @@
-"""Imports point one way (trainer → rollout → envs → tools / interactions → chat) and no module cycles.
+"""Imports point one way (trainer → rollout → envs → tools / interactions → chat / common), no module cycles.
 
-Every import statement of every module in the six packages is read with `ast`, including imports
+Every import statement of every module in the packages is read with `ast`, including imports
 inside functions (they run later, but they are still arrows). Run this file as a script to print the
 package-level import graph: `.venv/bin/python tests/test_layers.py` (`--modules` for every module edge).
 """
@@ -14,21 +14,23 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions", "chat")
-# What each package may import (besides itself): the layers of docs/design.md. `chat` (messages, the
-# engine contract) is the ground floor: every package may import it and it imports none of them.
+PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions", "chat", "common")
+# What each package may import (besides itself): the layers of docs/design.md. The ground floor is
+# `chat` (messages, the engine contract) and `common` (Registry, run_sync, CLI errors, the thread
+# deadline): every package may import them, `common` imports none and `chat` none but `common`.
 ALLOWED = {
-    "trainer": {"rollout", "envs", "tools", "interactions", "chat"},
-    "rollout": {"envs", "tools", "interactions", "chat"},
-    "envs": {"tools", "interactions", "chat"},
-    "interactions": {"tools", "chat"},
-    "tools": {"chat"},
+    "trainer": {"rollout", "envs", "tools", "interactions", "chat", "common"},
+    "rollout": {"envs", "tools", "interactions", "chat", "common"},
+    "envs": {"tools", "interactions", "chat", "common"},
+    "interactions": {"tools", "chat", "common"},
+    "tools": {"chat", "common"},
     "chat": set(),
+    "common": set(),
 }
 
 
 def module_files() -> dict[str, Path]:
-    """{dotted module name: file} for every module of the six packages."""
+    """{dotted module name: file} for every module of the packages."""
     found = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -155,21 +157,34 @@ def test_the_scan_sees_imports_inside_functions():
 
 def test_no_upward_arrow():
     arrows = upward_arrows(import_edges())
-    assert not arrows, "imports against trainer → rollout → envs → tools/interactions → chat:\n" + "\n".join(
-        arrows
-    )
+    assert not arrows, "imports against the layers of docs/design.md:\n" + "\n".join(arrows)
 
 
 # Modules that moved and keep their old path as a deprecation shim: no repo module imports them.
-SHIMS = {"envs.messages": "chat.message", "interactions.engine": "chat.engine"}
+SHIMS = {
+    "envs.messages": "chat.message",
+    "interactions.engine": "chat.engine",
+    "tools.registration": "common.registration",
+    "tools.run_sync": "common.run_sync",
+    "tools.cli_errors": "common.cli_errors",
+}
 
 
-def test_chat_is_the_ground_floor():
-    # Every package may stand on chat and chat stands on none (test_no_upward_arrow checks the edges).
-    assert ALLOWED["chat"] == set()
-    assert all("chat" in allowed for package, allowed in ALLOWED.items() if package != "chat")
-    users = {package_of(src) for src, dst, _, _ in import_edges() if package_of(dst) == "chat"}
+GROUND_FLOOR = ("chat", "common")
+
+
+def test_chat_and_common_are_the_ground_floor():
+    # Every package may stand on both; common stands on none, chat at most on common
+    # (test_no_upward_arrow checks the edges).
+    assert ALLOWED["common"] == set() and ALLOWED["chat"] <= {"common"}
+    assert all(
+        set(GROUND_FLOOR) <= allowed for package, allowed in ALLOWED.items() if package not in GROUND_FLOOR
+    )
+    edges = import_edges()
+    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == "chat"}
     assert {"envs", "interactions", "rollout"} <= users
+    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == "common"}
+    assert {"envs", "interactions", "tools", "rollout", "trainer"} <= users
 
 
 def test_no_repo_module_imports_a_deprecation_shim():

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.cli_errors import INTERRUPT_EXIT, UsageError, check_output_file, did_you_mean, run_cli
+from common.cli_errors import INTERRUPT_EXIT, UsageError, check_output_file, did_you_mean, run_cli
 
 TABLE: list[tuple[str, str, int]] = []
 

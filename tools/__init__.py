@@ -1,7 +1,8 @@
 """turngym tools: typed tools with OpenAI schemas, YAML loading, built-ins and code sandboxes.
 
 Names load on first use, so `import tools` (and any `tools.<submodule>` import, which runs this file
-first) pulls neither pydantic nor pyyaml: `envs` imports `tools.registration` at import time.
+first) pulls neither pydantic nor pyyaml: `envs` imports `tools.calls` at import time. `Registry` and
+`load_entry_point` live in `common.registration` and are still exported here, under their old names.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ _EXPORTS = {
     "resolve_tools": "tools.loading",
     "make_tool": "tools.loading",
     "ToolLoadError": "tools.loading",
-    "Registry": "tools.registration",
-    "load_entry_point": "tools.registration",
+    "Registry": "common.registration",
+    "load_entry_point": "common.registration",
 }
 
 __all__ = [
@@ -52,10 +53,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from common.registration import Registry, load_entry_point
     from tools.builtin import get_builtin, list_builtins
     from tools.calls import ParsedTurn, ToolCall, format_tool_calls, parse_tool_calls
     from tools.loading import ToolLoadError, load_tools, make_tool, resolve_tools
-    from tools.registration import Registry, load_entry_point
     from tools.registry import ToolRegistry
     from tools.result import ToolResult
     from tools.tool import FunctionTool, Tool, tool

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from tools.registration import load_entry_point
+from common.registration import load_entry_point
 from tools.tool import FunctionTool, Tool, check_tool_name
 
 # Keys verl's tool YAML puts in `config` that are about verl, not the tool.

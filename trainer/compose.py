@@ -171,7 +171,7 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError("env.id is not set; use env=<group> or env.id=<registered id>")
     for entry in entries:
         if entry["id"] not in known:
-            from tools.cli_errors import did_you_mean
+            from common.cli_errors import did_you_mean
 
             hint = did_you_mean(entry["id"], known) or f"`python -m envs list` shows all {len(known)}"
             raise ConfigError(
@@ -186,7 +186,7 @@ def check_config(cfg: DictConfig) -> None:
     if int(cfg.trainer.total_training_steps) < 1:
         raise ConfigError("trainer.total_training_steps must be >= 1")
     if cfg.turngym.get("keep_optimizer", "latest") not in ("latest", "all"):
-        from tools.cli_errors import did_you_mean
+        from common.cli_errors import did_you_mean
 
         hint = did_you_mean(str(cfg.turngym.keep_optimizer), ["latest", "all"])
         message = f"turngym.keep_optimizer={cfg.turngym.keep_optimizer!r}; valid choices: latest, all"
@@ -219,7 +219,7 @@ def check_verl_sizes(cfg: DictConfig, with_critic: bool = False) -> None:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from tools.cli_errors import one_line
+    from common.cli_errors import one_line
 
     try:
         # Its "all checks passed" and need_critic's "Disabled critic" warning belong to the real launch.
@@ -238,7 +238,7 @@ def check_env_kwargs(cfg: DictConfig, entries: list[dict]) -> None:
     """Every env of the mixture can be built with its kwargs (``env.kwargs.*`` included); ConfigError in
     one line naming the env, the kwargs and, for a group, how to give kwargs to one env alone."""
     import envs
-    from tools.cli_errors import one_line
+    from common.cli_errors import one_line
 
     given = OmegaConf.to_container(cfg.env.kwargs) or {}
     for entry in entries:

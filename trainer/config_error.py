@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.cli_errors import UsageError
+from common.cli_errors import UsageError
 
 
 class ConfigError(UsageError, ValueError):

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from tools.cli_errors import UsageError, run_cli
+from common.cli_errors import UsageError, run_cli
 from trainer.compose import ConfigError, check_verl_sizes, compose_config, env_entries
 from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster

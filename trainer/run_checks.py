@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from tools.cli_errors import UsageError, check_output_file
+from common.cli_errors import UsageError, check_output_file
 from trainer.compose import ConfigError, env_entries
 
 RUN_RECORD = "run.json"

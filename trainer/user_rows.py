@@ -23,8 +23,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from common.cli_errors import did_you_mean
 from rollout.episode_row import EpisodeRow, decode_kwargs
-from tools.cli_errors import did_you_mean
 from trainer.compose import ConfigError
 
 # The values trainer/config/turngym.yaml gives the keys: anything else names the user's own rows.

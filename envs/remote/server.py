@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import envs
+from common.cli_errors import ArgumentParser, UsageError, run_cli
 from envs.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.protocol import EnvProtocol
 from envs.remote.wire import decode_action, to_json
-from tools.cli_errors import ArgumentParser, UsageError, run_cli
 from tools.serving import (
     AdmissionGate,
     RequestError,

@@ -28,8 +28,8 @@ import tempfile
 import time
 from typing import Any
 
+from common.cli_errors import UsageError
 from envs.remote.worker import worker_of
-from tools.cli_errors import UsageError
 
 _REQUEST_LINE = re.compile(rb"^[A-Z]{3,8} (\S+) HTTP/1\.[01]\r?\n")
 _PEEK_BYTES = 4096

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tools.run_sync import run_sync
+from common.run_sync import run_sync
 from tools.sandbox import FusionSandbox, LocalSandbox, Sandbox, make_sandbox
 from tools.sandbox.isolation import bwrap_path
 

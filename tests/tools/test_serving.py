@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from tools.cli_errors import UsageError
+from common.cli_errors import UsageError
 from tools.loopback_server import free_port, trickled_request
 from tools.serving import (
     AdmissionGate,

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from common.registration import EntryPoint, Registry, load_entry_point
 from tools.calls import markers as _markers
 from tools.calls.call import ParsedTurn, ToolCall
 from tools.calls.markers import CallMarkers
-from tools.registration import EntryPoint, Registry, load_entry_point
 
 
 @dataclass(frozen=True)

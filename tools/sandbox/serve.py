@@ -37,7 +37,7 @@ from typing import Any
 
 import pydantic
 
-from tools.cli_errors import ArgumentParser, UsageError, run_cli
+from common.cli_errors import ArgumentParser, UsageError, run_cli
 from tools.sandbox.local import LocalSandbox
 from tools.sandbox.result import SandboxResult
 from tools.serving import (

@@ -1,4 +1,4 @@
-"""tools.registration: the one `Registry` and `load_entry_point` every registry and loader uses."""
+"""common.registration: the one `Registry` and `load_entry_point` every registry and loader uses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from tools.registration import EntryPointError, EntrySpec, Registry, load_entry_point
+from common.registration import EntryPointError, EntrySpec, Registry, load_entry_point
 
 
 def test_register_spec_list_make():
@@ -106,7 +106,7 @@ def test_public_registry_functions_keep_working():
 
 def test_import_tools_is_light_and_the_tool_decorator_survives_its_submodule():
     code = (
-        "import sys, tools, tools.registration\n"
+        "import sys, tools, common.registration\n"
         "light = not {'pydantic', 'yaml'} & set(sys.modules)\n"
         "import tools.tool\n"
         "from tools import tool, Tool\n"
