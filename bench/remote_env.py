@@ -28,7 +28,7 @@ import statistics
 import time
 
 import envs
-from tools.loopback_server import spawn_server, stop_server
+from serving.loopback_server import spawn_server, stop_server
 
 
 def scripted_episodes(env_id: str, episodes: int) -> list[tuple[int, list[str]]]:

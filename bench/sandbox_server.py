@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import httpx  # noqa: E402
 
-from tools.loopback_server import stop_server  # noqa: E402
+from serving.loopback_server import stop_server  # noqa: E402
 from tools.sandbox import FusionSandbox  # noqa: E402
 from tools.sandbox.serve import spawn_server  # noqa: E402
 

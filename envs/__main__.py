@@ -124,7 +124,7 @@ def _main(argv: list[str] | None) -> int:
             return serve_workers(args)
         from envs.remote.server import TOKEN_ENV
         from envs.remote.server import serve as run_server
-        from tools.serving.cli import server_settings
+        from serving.cli import server_settings
 
         # The operator's settings first (beyond loopback: a token), then the port: a port another
         # program holds would answer the listening probe below, so it is refused before, as the server would.

@@ -9,7 +9,7 @@ Without `--model-path` it serves the embedded tiny model; `--model-path` also ta
 (`smollm2-135m-instruct`) or `gguf:<file>`, converted once into a cached directory (rollout/named_models.py),
 and a training run or checkpoint folder (exported like `rollout.eval` does).
 
-The gate, the body limits, the token and the error shape are the shared serving layer's (`tools.serving`):
+The gate, the body limits, the token and the error shape are the shared serving layer's (`serving`):
 at most `--max-concurrency` generations in the engine and `--max-queue` waiting (429 `overloaded`
 beyond), and every failure is `{"error": {"code", "message"}}` (400 `bad_request` for a bad body,
 sampling parameter or prompt). Beyond loopback the server needs `--token` (or TURNGYM_MODEL_TOKEN),
@@ -25,7 +25,7 @@ from typing import Any
 
 from common.cli_errors import ArgumentParser, UsageError, run_cli
 from rollout.sglang_engine import SGLANG_SAMPLING_KEYS
-from tools.serving import (
+from serving import (
     AdmissionGate,
     RequestError,
     add_server_args,
@@ -188,7 +188,7 @@ def create_app(
         token: when set, every route but /health and /ready needs `Authorization: Bearer <token>`.
 
     Returns:
-        The app (run it with `tools.serving.run_server` or uvicorn); `app.state.server` holds the engine
+        The app (run it with `serving.run_server` or uvicorn); `app.state.server` holds the engine
         and the gate.
     """
     from tools.chat_encoding import ChatEncoder

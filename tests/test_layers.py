@@ -1,4 +1,4 @@
-"""Imports point one way (trainer → rollout → envs → tools / interactions → chat / common), no module cycles.
+"""Imports point one way (trainer → rollout → envs → tools / interactions → the ground floor), no cycles.
 
 Every import statement of every module in the packages is read with `ast`, including imports
 inside functions (they run later, but they are still arrows). Run this file as a script to print the
@@ -14,18 +14,20 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions", "chat", "common")
+PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions", "chat", "common", "serving")
 # What each package may import (besides itself): the layers of docs/design.md. The ground floor is
-# `chat` (messages, the engine contract) and `common` (Registry, run_sync, CLI errors, the thread
-# deadline): every package may import them, `common` imports none and `chat` none but `common`.
+# `chat` (messages, the engine contract), `common` (Registry, run_sync, CLI errors, the thread
+# deadline) and `serving` (the HTTP layer every server shares): every package may import them,
+# `common` imports none and `chat` and `serving` none but `common`.
 ALLOWED = {
-    "trainer": {"rollout", "envs", "tools", "interactions", "chat", "common"},
-    "rollout": {"envs", "tools", "interactions", "chat", "common"},
-    "envs": {"tools", "interactions", "chat", "common"},
-    "interactions": {"tools", "chat", "common"},
-    "tools": {"chat", "common"},
+    "trainer": {"rollout", "envs", "tools", "interactions", "chat", "common", "serving"},
+    "rollout": {"envs", "tools", "interactions", "chat", "common", "serving"},
+    "envs": {"tools", "interactions", "chat", "common", "serving"},
+    "interactions": {"tools", "chat", "common", "serving"},
+    "tools": {"chat", "common", "serving"},
     "chat": set(),
     "common": set(),
+    "serving": {"common"},
 }
 
 
@@ -167,16 +169,17 @@ SHIMS = {
     "tools.registration": "common.registration",
     "tools.run_sync": "common.run_sync",
     "tools.cli_errors": "common.cli_errors",
+    "tools.serving": "serving",
 }
 
 
-GROUND_FLOOR = ("chat", "common")
+GROUND_FLOOR = ("chat", "common", "serving")
 
 
-def test_chat_and_common_are_the_ground_floor():
-    # Every package may stand on both; common stands on none, chat at most on common
+def test_chat_common_and_serving_are_the_ground_floor():
+    # Every package may stand on all three; common stands on none, chat and serving at most on common
     # (test_no_upward_arrow checks the edges).
-    assert ALLOWED["common"] == set() and ALLOWED["chat"] <= {"common"}
+    assert ALLOWED["common"] == set() and ALLOWED["chat"] <= {"common"} and ALLOWED["serving"] <= {"common"}
     assert all(
         set(GROUND_FLOOR) <= allowed for package, allowed in ALLOWED.items() if package not in GROUND_FLOOR
     )
@@ -185,6 +188,8 @@ def test_chat_and_common_are_the_ground_floor():
     assert {"envs", "interactions", "rollout"} <= users
     users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == "common"}
     assert {"envs", "interactions", "tools", "rollout", "trainer"} <= users
+    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == "serving"}
+    assert {"envs", "tools"} <= users
 
 
 def test_no_repo_module_imports_a_deprecation_shim():

@@ -28,7 +28,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from tools.loopback_server import free_port
+from serving.loopback_server import free_port
 from trainer.sft_loop import MIN_LR_RATIO, WEIGHT_DECAY, run_sft_loop, sft_steps
 
 DONE_MARKER = "turngym_warm_start.json"

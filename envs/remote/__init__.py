@@ -40,8 +40,8 @@ def make_remote(
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `serve` subcommand's options: the shared server options (`tools.serving`) and the env ones."""
-    from tools.serving import add_server_args
+    """The `serve` subcommand's options: the shared server options (`serving`) and the env ones."""
+    from serving import add_server_args
 
     add_server_args(parser, port=8000, token_env="TURNGYM_ENV_TOKEN", max_concurrency=64, what="env calls")
     parser.add_argument("--max-sessions", type=int, default=256, help="open sessions at most (503 beyond)")

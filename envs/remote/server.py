@@ -26,7 +26,7 @@ idle for `idle_timeout_s` is closed (later calls get 410 `session_expired`); two
 session get 409 `session_busy`; a request body not received within `body_timeout_s` gets 408. Env calls
 that block (make, reset, close, the expert) run in worker threads; `step` awaits the env's `astep`, as the
 rollout does. The gate, the body limits, the token and the error shape are the shared serving layer's
-(`tools.serving`); this module holds the sessions and one handler per route.
+(`serving`); this module holds the sessions and one handler per route.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from envs.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.protocol import EnvProtocol
 from envs.remote.wire import decode_action, to_json
-from tools.serving import (
+from serving import (
     AdmissionGate,
     RequestError,
     json_response,

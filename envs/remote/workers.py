@@ -45,7 +45,7 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
     """
     from envs.remote.operator_config import OperatorConfigError, operator_kwargs
     from envs.remote.server import sessions_per_client
-    from tools.serving import server_settings
+    from serving import server_settings
 
     if not 1 <= args.workers <= 256:
         raise UsageError(f"--workers {args.workers}: give a number of processes from 1 to 256")

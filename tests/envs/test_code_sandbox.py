@@ -218,7 +218,7 @@ def test_sandbox_option_validation():
 @pytest.mark.slow
 def test_fusion_sandbox_when_configured():
     """The same env graded through a SandboxFusion-compatible server on loopback."""
-    from tools.loopback_server import stop_server
+    from serving.loopback_server import stop_server
     from tools.sandbox.serve import spawn_server
 
     url, server = spawn_server()

@@ -16,7 +16,7 @@ import pytest
 
 import envs
 from envs.remote import RemoteEnvError
-from tools.loopback_server import free_port, spawn_server, stop_server
+from serving.loopback_server import free_port, spawn_server, stop_server
 
 pytest.importorskip("websockets")
 pytest.importorskip("uvicorn")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.loopback_server import free_port, spawn_server, stop_server
+from serving.loopback_server import free_port, spawn_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

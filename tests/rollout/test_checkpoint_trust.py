@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from rollout.checkpoint_export import CheckpointError, is_hf_model_dir, resolve_model
-from tools.loopback_server import free_port
+from serving.loopback_server import free_port
 
 EVIL = r"""
 import sys, torch

@@ -145,7 +145,7 @@ def test_token_and_gate_on_the_model_server(model_path, tokenizer):
 
     from rollout.hf_engine import HFEngine
     from rollout.serve import create_app
-    from tools.loopback_server import free_port
+    from serving.loopback_server import free_port
 
     app = create_app(HFEngine(model_path, seed=0), token="s3cret", max_concurrency=1, max_queue=0)
     gate = app.state.server.gate

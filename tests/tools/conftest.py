@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.loopback_server import stop_server
+from serving.loopback_server import stop_server
 from tools.sandbox.serve import spawn_server
 
 

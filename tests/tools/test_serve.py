@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tools.loopback_server import stop_server, trickled_request
+from serving.loopback_server import stop_server, trickled_request
 from tools.sandbox import FusionSandbox
 from tools.sandbox.serve import scrub_message, scrub_output, spawn_server
 

@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from common.cli_errors import UsageError
-from tools.loopback_server import free_port, trickled_request
-from tools.serving import (
+from serving import (
     AdmissionGate,
     RequestError,
     add_server_args,
@@ -21,6 +20,7 @@ from tools.serving import (
     read_body,
     server_settings,
 )
+from serving.loopback_server import free_port, trickled_request
 
 RELEASE = threading.Event()
 

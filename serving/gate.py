@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import AsyncIterator
 
-from tools.serving.errors import RequestError
+from serving.errors import RequestError
 
 
 class AdmissionGate:
