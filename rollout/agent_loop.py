@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from rollout.env_servers import env_server_kwargs, failover_fields
+from rollout.env_servers import env_server_kwargs, failover_moves
 from rollout.episode import EpisodeConfig, run_episode
+from rollout.episode_result import EpisodeHealth, EpisodeResult
 from rollout.episode_row import AGENT_NAME, EpisodeRow
 from rollout.reward_placement import place_turn_rewards
 
@@ -98,8 +100,9 @@ class TurnGymAgentLoop(AgentLoopBase):
                         await asyncio.to_thread(env.close)
                     else:
                         env.close()
-        traj.extra_fields.update(failover_fields(env))
-        return trajectory_to_output(traj, self.tokenizer, self.episode_config.max_prompt_tokens)
+        return trajectory_to_output(
+            traj, self.tokenizer, self.episode_config.max_prompt_tokens, failover=failover_moves(env)
+        )
 
 
 class TurnRewardOutput(AgentLoopOutput):
@@ -114,9 +117,9 @@ class TurnRewardOutput(AgentLoopOutput):
         """verl's dict, with `rm_scores` spread over the turns when they still add up to `reward_score`."""
         output = super().as_dict()
         scores = output.get("rm_scores")
-        extra = self.extra_fields
-        rewards, positions = extra.get("turn_scores") or [], extra.get("turn_reward_positions") or []
-        if scores is None or self.reward_score is None or extra.get("turngym_failed"):
+        result = EpisodeResult.from_extra_fields(self.extra_fields)
+        rewards, positions = result.rewards, result.reward_positions
+        if scores is None or self.reward_score is None or result.failed:
             return output
         # A score replaced after the episode (e.g. by a reward function) no longer matches the turns.
         if not rewards or len(rewards) != len(positions) or abs(sum(rewards) - self.reward_score) > 1e-6:
@@ -161,53 +164,55 @@ def episode_health(traj: Any, tokenizer: Any) -> dict[str, Any]:
         t.tool_calls > 0 and t.parse_errors == 0 and t.tool_errors == 0 and t.format_error is None
         for t in turns
     )
-    return {
-        "tool_env": bool(traj.tools),
-        "valid_tool_turns": int(valid),
-        "drifted_turns": drifted_turns(tokenizer, traj.response_ids, [(t.start, t.end) for t in turns]),
-        "generated_tokens": int(sum(traj.loss_mask)),
-    }
+    return EpisodeHealth(
+        tool_env=bool(traj.tools),
+        valid_tool_turns=int(valid),
+        drifted_turns=drifted_turns(tokenizer, traj.response_ids, [(t.start, t.end) for t in turns]),
+        generated_tokens=int(sum(traj.loss_mask)),
+    ).to_dict()
+
+
+def _behaviour_counts(counts: Mapping[str, int] | None) -> dict[str, float]:
+    """Every count a registered env reports, by name (0.0 where this episode has none)."""
+    from envs.behaviour import behaviour_count_keys
+
+    counts = counts or {}
+    return {key: float(counts.get(key, 0)) for key in behaviour_count_keys()}
 
 
 def behaviour_columns(counts: dict[str, int] | None) -> dict[str, float]:
     """``behaviour_<count>`` for every count a registered env reports (0.0 where this episode has none):
     verl keeps the same reward_extra_info keys on every row of a batch that mixes envs."""
-    from envs.behaviour import behaviour_count_keys
-
-    counts = counts or {}
-    return {f"behaviour_{key}": float(counts.get(key, 0)) for key in behaviour_count_keys()}
+    prefix = EpisodeResult.BEHAVIOUR_PREFIX
+    return {prefix + key: value for key, value in _behaviour_counts(counts).items()}
 
 
-def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | None) -> AgentLoopOutput:
-    """An AgentLoopOutput for verl; a failed episode becomes a masked-out placeholder flagged in extras."""
+def trajectory_to_output(
+    traj: Any, tokenizer: Any, max_prompt_tokens: int | None, failover: Mapping[str, Any] | None = None
+) -> AgentLoopOutput:
+    """An AgentLoopOutput for verl; a failed episode becomes a masked-out placeholder flagged in extras.
+
+    Args:
+        traj: the episode (`rollout.trajectory.Trajectory`).
+        tokenizer: the rollout's tokenizer (its pad id; the health numbers re-tokenize turns).
+        max_prompt_tokens: a failed episode's placeholder prompt is cut to this many tokens.
+        failover: the episode's env-server moves (`rollout.env_servers.failover_moves`); None: it stayed.
+
+    Returns:
+        The output; its ``extra_fields`` are `EpisodeResult.to_extra_fields` (rollout/episode_result.py),
+        its ``num_turns`` is verl's count, the conversation's messages (`Trajectory.chat_turns`).
+    """
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     m = traj.metrics or {}
-    extra: dict[str, Any] = dict(traj.extra_fields)
-    extra.update(
-        {
-            "turn_scores": list(traj.rewards),
-            "turn_reward_positions": list(traj.reward_positions),
-            "turn_anchors": turn_anchors(traj),
-            "turngym_failed": bool(traj.failed),
-            "turngym_error": traj.error,
-            "turngym_termination": traj.termination,
-            "env_id": traj.env_id,
-            "turngym_health": episode_health(traj, tokenizer),
-            # the env's behaviour counts, for training dumps (trainer/step_dump.py) and rollout.view
-            "turngym_behaviour": m.get("behaviour"),
-            "reward_extra_info": {
-                "success": float(bool(traj.success)),
-                "turns": float(traj.num_turns),
-                "episode_failed": float(traj.failed),
-                "overflow": float(bool(m.get("overflow", False))),
-                # per episode: turns cut by the per-turn cap (or the budget), replies the env could not read
-                "turns_cut": float(m.get("turns_cut", 0)),
-                "format_errors": float(m.get("format_errors", 0)),
-                # The env's behaviour counts (envs/behaviour.py), one column per count any env names.
-                **behaviour_columns(m.get("behaviour")),
-            },
-        }
+    result = EpisodeResult.from_trajectory(
+        traj,
+        anchors=turn_anchors(traj),
+        health=EpisodeHealth.from_mapping(episode_health(traj, tokenizer)),
+        # The env's behaviour counts (envs/behaviour.py), one column per count any env names.
+        behaviour_columns=_behaviour_counts(m.get("behaviour")),
+        **dict(failover or {}),
     )
+    extra = result.to_extra_fields()
     metrics = AgentLoopMetrics(
         generate_sequences=float(m.get("generate_s", 0.0)), tool_calls=float(m.get("env_s", 0.0))
     )
@@ -237,7 +242,7 @@ def trajectory_to_output(traj: Any, tokenizer: Any, max_prompt_tokens: int | Non
         # verl needs a reward_score to skip its reward function; TurnRewardOutput spreads it over the
         # turns in rm_scores (outcome estimators sum it back). Per-turn values are also in extra_fields.
         reward_score=float(traj.total_reward),
-        num_turns=len(traj.messages),
+        num_turns=traj.chat_turns,
         metrics=metrics,
         extra_fields=extra,
     )

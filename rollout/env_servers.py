@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: extra_fields keys an episode reports: how often it moved server, whether it was replayed, and why.
-MOVES_KEY = "turngym_env_moves"
-REPLAYED_KEY = "turngym_replayed"
-FAILOVER_KEY = "turngym_failover"
+from rollout.episode_result import EpisodeResult
+
+#: extra_fields keys an episode reports: how often it moved server, whether it was replayed, and why
+#: (owned by rollout/episode_result.py; these names stay for their readers).
+MOVES_KEY = EpisodeResult.ENV_MOVES
+REPLAYED_KEY = EpisodeResult.REPLAYED
+FAILOVER_KEY = EpisodeResult.FAILOVER
 
 
 def env_server_kwargs(turngym: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -36,22 +39,37 @@ def env_server_kwargs(turngym: Mapping[str, Any] | None) -> dict[str, Any]:
     return kwargs
 
 
-def failover_fields(env: Any) -> dict[str, Any]:
-    """The episode's server moves as extra_fields: count, replayed or not, and each move's reason.
+def failover_moves(env: Any) -> dict[str, Any]:
+    """The episode's server moves as `EpisodeResult` fields: count, replayed or not, each move's reason.
 
     Args:
         env: the episode's env once it ended (any env; only a `PooledRemoteEnv` ever moves), or None.
 
     Returns:
-        `{MOVES_KEY: int, REPLAYED_KEY: bool, FAILOVER_KEY: str}` (0, False, "" for an episode that stayed).
+        `{"env_moves": int, "replayed": bool, "failover": str}` (0, False, "" for an episode that stayed).
+
+    >>> failover_moves(None)
+    {'env_moves': 0, 'replayed': False, 'failover': ''}
     """
     moves = list(getattr(env, "failovers", None) or [])
     return {
-        MOVES_KEY: len(moves),
+        "env_moves": len(moves),
         # Replayed: it moved and reached another server; a move with no server to go to lost the episode.
-        REPLAYED_KEY: any(move.get("to") for move in moves),
-        FAILOVER_KEY: "; ".join(
+        "replayed": any(move.get("to") for move in moves),
+        "failover": "; ".join(
             f"{move['from']} -> {move.get('to') or 'nowhere'} after {move['replayed_steps']} steps: {move['reason']}"
             for move in moves
         ),
     }
+
+
+def failover_fields(env: Any) -> dict[str, Any]:
+    """The episode's server moves as extra_fields keys (`EpisodeResult.failover_fields`).
+
+    Args:
+        env: the episode's env once it ended, or None.
+
+    Returns:
+        `{MOVES_KEY: int, REPLAYED_KEY: bool, FAILOVER_KEY: str}` (0, False, "" for an episode that stayed).
+    """
+    return EpisodeResult(**failover_moves(env)).failover_fields()

@@ -67,9 +67,23 @@ class Trajectory:
         return float(sum(self.rewards))
 
     @property
-    def num_turns(self) -> int:
-        """Assistant turns generated."""
+    def assistant_turns(self) -> int:
+        """Assistant turns generated: the model's replies (``reward_extra_info.turns`` in training)."""
         return len(self.turns)
+
+    @property
+    def num_turns(self) -> int:
+        """Assistant turns generated: the same as `assistant_turns`, under its older name.
+
+        Not verl's ``num_turns``, which counts chat messages: that count is `chat_turns`.
+        """
+        return self.assistant_turns
+
+    @property
+    def chat_turns(self) -> int:
+        """Messages of the conversation (system, user, assistant and tool alike): what verl's
+        ``AgentLoopOutput.num_turns`` and its ``__num_turns__`` column count."""
+        return len(self.messages)
 
     @property
     def overflowed(self) -> bool:

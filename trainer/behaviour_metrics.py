@@ -1,5 +1,6 @@
 """Behaviour rates in training's metrics: the envs' per-episode counts (reward_extra_info's
-``behaviour_<count>`` columns, rollout/agent_loop.py) pooled into each env's declared rates."""
+``behaviour_<count>`` columns, `EpisodeResult.behaviour_columns` in rollout/episode_result.py) pooled
+into each env's declared rates."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from envs.behaviour import behaviour_rates_of, rates_from_means
+from rollout.episode_result import EpisodeResult
 
 # verl's validation metric of one reward_extra_info column: val-aux/<data source>/<column>/mean@<n>
-_VAL_COUNT = re.compile(r"val-aux/(?P<source>[^/]+)/behaviour_(?P<count>\w+)/mean@(?P<n>\d+)$")
+_VAL_COUNT = re.compile(
+    rf"val-aux/(?P<source>[^/]+)/{EpisodeResult.BEHAVIOUR_PREFIX}(?P<count>\w+)/mean@(?P<n>\d+)$"
+)
 GREEDY_SUFFIX = "@greedy"
 
 
@@ -42,19 +46,18 @@ def validation_behaviour(metrics: dict[str, Any]) -> dict[str, float]:
 def batch_behaviour(extra_fields: Sequence[dict[str, Any] | None]) -> dict[str, float]:
     """``turngym/behaviour/<env id>/<rate>`` pooled over a training batch's episodes, per env.
 
-    >>> batch_behaviour([{"env_id": "guess-number-v0", "reward_extra_info": {"behaviour_followed": 1.0,
-    ...                   "behaviour_after_feedback": 4.0}}])
+    >>> columns = {"followed": 1.0, "after_feedback": 4.0}
+    >>> batch_behaviour([EpisodeResult(env_id="guess-number-v0", behaviour_columns=columns).to_extra_fields()])
     {'turngym/behaviour/guess-number-v0/follow_rate': 0.25}
     """
     sums: dict[str, dict[str, float]] = {}
     for fields in extra_fields:
-        if not isinstance(fields, dict) or not isinstance(fields.get("reward_extra_info"), dict):
+        if not isinstance(fields, dict) or not isinstance(fields.get(EpisodeResult.REWARD_INFO), dict):
             continue
-        env_sums = sums.setdefault(str(fields.get("env_id")), {})
-        for key, value in fields["reward_extra_info"].items():
-            if key.startswith("behaviour_"):
-                count = key.removeprefix("behaviour_")
-                env_sums[count] = env_sums.get(count, 0.0) + float(value)
+        result = EpisodeResult.from_extra_fields(fields)
+        env_sums = sums.setdefault(str(result.env_id), {})
+        for count, value in result.behaviour_columns.items():
+            env_sums[count] = env_sums.get(count, 0.0) + value
     out = {}
     for env_id, counts in sums.items():
         for name, rate in rates_from_means(counts, behaviour_rates_of(env_id)).items():

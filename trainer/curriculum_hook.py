@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rollout.episode_result import EpisodeResult
 from rollout.episode_row import EpisodeRow
 from trainer.curriculum import LEVELS, STATE_FILE, Curriculum, CurriculumConfig
 from trainer.curriculum_rows import curriculum_env_ids
@@ -74,7 +75,8 @@ class CurriculumTrainerMixin:
         real = [
             i
             for i, tag in enumerate(batch.tags)
-            if not tag.get("is_padding", False) and not (extra_fields[i] or {}).get("turngym_failed", False)
+            if not tag.get("is_padding", False)
+            and not EpisodeResult.from_extra_fields(extra_fields[i]).failed
         ]
         moves = self.curriculum.update((env_ids[i], picks[i] or None, bool(successes[i])) for i in real)
         for move in moves:

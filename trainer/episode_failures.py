@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollout.env_servers import REPLAYED_KEY
+from rollout.episode_result import EpisodeResult
 
 FAILED_METRIC = "turngym/episodes_failed"
 REPLAYED_METRIC = "turngym/episodes_replayed"
@@ -41,19 +41,20 @@ def failure_counts(extra_fields: Sequence[dict[str, Any] | None]) -> dict[str, f
     Returns:
         `{FAILED_METRIC: n, REPLAYED_METRIC: m, EPISODES_METRIC: len(extra_fields)}`.
     """
-    fields = [f or {} for f in extra_fields]
+    results = [EpisodeResult.from_extra_fields(f) for f in extra_fields]
     return {
-        FAILED_METRIC: float(sum(bool(f.get("turngym_failed")) for f in fields)),
-        REPLAYED_METRIC: float(sum(bool(f.get(REPLAYED_KEY)) for f in fields)),
-        EPISODES_METRIC: float(len(fields)),
+        FAILED_METRIC: float(sum(r.failed for r in results)),
+        REPLAYED_METRIC: float(sum(r.replayed for r in results)),
+        EPISODES_METRIC: float(len(results)),
     }
 
 
 def first_error(extra_fields: Sequence[dict[str, Any] | None]) -> str | None:
     """The ``error`` of the first failed episode (``Type: message (at file:line in function)``)."""
     for fields in extra_fields:
-        if fields and fields.get("turngym_failed") and fields.get("turngym_error"):
-            return str(fields["turngym_error"])
+        result = EpisodeResult.from_extra_fields(fields)
+        if result.failed and result.error:
+            return result.error
     return None
 
 
@@ -165,7 +166,7 @@ class EpisodeFailuresTrainerMixin:
             sample_turns,
             expected_acc_counts=expected_acc_counts,
         )
-        flags = list(reward_extra_infos_dict.get("episode_failed") or [])
+        flags = list(reward_extra_infos_dict.get(EpisodeResult.EPISODE_FAILED) or [])
         failed = sum(1 for f in flags if f is not None and float(f) > 0)
         episodes = len(reward_extra_infos_dict.get("reward") or flags)
         self.val_failures = (failed, episodes)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rollout.env_servers import REPLAYED_KEY
+from rollout.episode_result import EpisodeResult
 
 PREFIX = "health/"
 GROUPS_ALL_EQUAL = "groups_all_equal"
@@ -93,8 +93,8 @@ def step_health(
     """The step's ``health/*`` metrics.
 
     Args:
-        extra_fields: per episode, the rollout's ``extra_fields`` (rollout/agent_loop.py); None or {}
-            for an episode that reports nothing.
+        extra_fields: per episode, the rollout's ``extra_fields`` (read as an `EpisodeResult`,
+            rollout/episode_result.py); None or {} for an episode that reports nothing.
         scores: per episode, its return (the row sum of ``rm_scores``).
         uids: per episode, its GRPO group; None: no groups (``groups_all_equal`` is left out).
         nonfinite_advantage_rows: rows with a non-finite advantage (None: not known this step).
@@ -104,23 +104,23 @@ def step_health(
         ``{"health/<name>": value}`` for every metric the step can measure.
 
     Example:
-        >>> fields = [{"reward_extra_info": {"turns": 2, "format_errors": 1}, "turngym_termination": "max_turns"},
-        ...           {"turngym_failed": True}]
-        >>> out = step_health(fields, [0.0, 0.0])
+        >>> fields = [EpisodeResult(assistant_turns=2, format_errors=1, termination="max_turns"),
+        ...           EpisodeResult(failed=True)]
+        >>> out = step_health([f.to_extra_fields() for f in fields], [0.0, 0.0])
         >>> out["health/format_error_rate"], out["health/episodes_cut"], out["health/episodes_failed"]
         (0.5, 1.0, 0.5)
     """
-    fields = [dict(f or {}) for f in extra_fields]
+    results = [EpisodeResult.from_extra_fields(f) for f in extra_fields]
     scores = [float(s) for s in scores]
-    if len(fields) != len(scores):
-        raise ValueError(f"{len(fields)} episodes' extra_fields but {len(scores)} scores")
+    if len(results) != len(scores):
+        raise ValueError(f"{len(results)} episodes' extra_fields but {len(scores)} scores")
     out: dict[str, float] = {}
-    total = len(fields)
-    failed = [bool(f.get("turngym_failed")) for f in fields]
+    total = len(results)
+    failed = [r.failed for r in results]
     finite = [math.isfinite(s) for s in scores]
     if total:
         out[EPISODES_FAILED] = sum(failed) / total
-        out[EPISODES_REPLAYED] = sum(bool(f.get(REPLAYED_KEY)) for f in fields) / total
+        out[EPISODES_REPLAYED] = sum(r.replayed for r in results) / total
     out[NONFINITE_REWARDS] = float(total - sum(finite))
     if nonfinite_advantage_rows is not None:
         out[NONFINITE_ADVANTAGES] = float(nonfinite_advantage_rows)
@@ -129,32 +129,31 @@ def step_health(
         share = all_equal_share([scores[i] for i in valid], [uids[i] for i in valid])
         if share is not None:
             out[GROUPS_ALL_EQUAL] = share
-    out.update(_turn_rates([fields[i] for i in valid]))
+    out.update(_turn_rates([results[i] for i in valid]))
     out.update(_policy(step_metrics or {}))
     return {metric_key(k): v for k, v in out.items()}
 
 
-def _turn_rates(fields: list[dict[str, Any]]) -> dict[str, float]:
+def _turn_rates(results: list[EpisodeResult]) -> dict[str, float]:
     """Rates over the turns and episodes of the episodes that did not fail."""
     out: dict[str, float] = {}
-    if not fields:
+    if not results:
         return out
-    info = [f.get("reward_extra_info") or {} for f in fields]
-    health = [f.get("turngym_health") or {} for f in fields]
-    turns = [float(i.get("turns") or 0.0) for i in info]
+    health = [r.health for r in results]
+    turns = [float(r.assistant_turns or 0) for r in results]
     if sum(turns) > 0:
-        out[FORMAT_ERROR_RATE] = sum(float(i.get("format_errors") or 0.0) for i in info) / sum(turns)
-        out[TURNS_CUT] = sum(float(i.get("turns_cut") or 0.0) for i in info) / sum(turns)
-    out[EPISODES_CUT] = sum(f.get("turngym_termination") in CUT_TERMINATIONS for f in fields) / len(fields)
-    tool_turns = [(h, t) for h, t in zip(health, turns, strict=True) if h.get("tool_env")]
+        out[FORMAT_ERROR_RATE] = sum(float(r.format_errors) for r in results) / sum(turns)
+        out[TURNS_CUT] = sum(float(r.turns_cut) for r in results) / sum(turns)
+    out[EPISODES_CUT] = sum(r.termination in CUT_TERMINATIONS for r in results) / len(results)
+    tool_turns = [(h, t) for h, t in zip(health, turns, strict=True) if h.tool_env]
     if sum(t for _, t in tool_turns) > 0:
-        out[VALID_TOOL_CALL_RATE] = sum(float(h.get("valid_tool_turns") or 0) for h, _ in tool_turns) / sum(
+        out[VALID_TOOL_CALL_RATE] = sum(float(h.valid_tool_turns) for h, _ in tool_turns) / sum(
             t for _, t in tool_turns
         )
-    reported = [(h, t) for h, t in zip(health, turns, strict=True) if "drifted_turns" in h]
+    reported = [(h, t) for h, t in zip(health, turns, strict=True) if h.drifted_turns is not None]
     if sum(t for _, t in reported) > 0:
-        out[TOKEN_DRIFT] = sum(float(h["drifted_turns"]) for h, _ in reported) / sum(t for _, t in reported)
-    tokens = [float(h["generated_tokens"]) for h in health if "generated_tokens" in h]
+        out[TOKEN_DRIFT] = sum(float(h.drifted_turns or 0) for h, _ in reported) / sum(t for _, t in reported)
+    tokens = [float(h.generated_tokens) for h in health if h.generated_tokens is not None]
     if tokens:
         out[RESPONSE_TOKENS] = sum(tokens) / len(tokens)
     return out

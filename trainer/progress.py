@@ -15,6 +15,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from rollout.episode_result import EpisodeResult
+
 # verl metric names the progress line reads.
 REWARD_KEY = "critic/score/mean"
 # Assistant turns per episode (the rollout's `turns`, as validation reports it); verl's
@@ -143,27 +145,20 @@ class MetricsLog:
 
 
 def episode_successes(extra_fields: list[Any], scores: np.ndarray, threshold: float) -> np.ndarray:
-    """Per-episode success: the rollout's ``success`` flag when it reports one, else score >= threshold."""
+    """Per-episode success: the rollout's success flag (`EpisodeResult.success`) when it reports one,
+    else score >= threshold."""
     out = np.asarray(scores, dtype=float) >= threshold
     for i, fields in enumerate(extra_fields):
-        if not isinstance(fields, dict):
-            continue
-        flag = fields.get("success")
-        if flag is None and isinstance(fields.get("reward_extra_info"), dict):
-            flag = fields["reward_extra_info"].get("success")
+        flag = EpisodeResult.from_extra_fields(fields).success
         if flag is not None:
-            out[i] = bool(flag)
+            out[i] = flag
     return out
 
 
 def episode_turns(extra_fields: list[Any]) -> list[float]:
-    """Assistant turns of each episode that reports them (the rollout's ``reward_extra_info.turns``)."""
-    turns = []
-    for fields in extra_fields:
-        info = fields.get("reward_extra_info") if isinstance(fields, dict) else None
-        if isinstance(info, dict) and info.get("turns") is not None:
-            turns.append(float(info["turns"]))
-    return turns
+    """Assistant turns of each episode that reports them (`EpisodeResult.assistant_turns`)."""
+    turns = (EpisodeResult.from_extra_fields(fields).assistant_turns for fields in extra_fields)
+    return [float(t) for t in turns if t is not None]
 
 
 # Colour and cursor escapes (Ray's coloured prefixes, its dashboard banner, tqdm).

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from trainer.sample_objects import sample_objects
@@ -39,19 +38,6 @@ def dump_path(output_dir: str, step: int) -> str:
     'outputs/guess-number/dumps/step_7.jsonl'
     """
     return os.path.join(output_dir, "dumps", f"step_{step}.jsonl")
-
-
-def _turns(mask: Sequence[int], positions: Sequence[Any], rewards: Sequence[Any]) -> list[dict[str, Any]]:
-    """Turn records from the agent loop's reward positions: a turn is the generated run ending there."""
-    turns = []
-    for position, reward in zip(positions, rewards, strict=False):
-        if not isinstance(position, int) or not 0 <= position < len(mask):
-            continue
-        start = position
-        while start > 0 and mask[start - 1]:
-            start -= 1
-        turns.append({"start": start, "end": position + 1, "reward": float(reward)})
-    return turns
 
 
 def _row_info(extra_info: Any) -> dict[str, Any]:
@@ -88,21 +74,22 @@ def episode_record(
     Returns:
         A JSON-ready dict.
 
+    >>> from rollout.episode_result import EpisodeResult, TurnSpan
+    >>> extra = EpisodeResult(env_id="g", turns=(TurnSpan(0, 2, 1.0),)).to_extra_fields()
     >>> line = episode_record({"prompts": [1], "responses": [5, 6, 7], "response_mask": [1, 1, 0],
-    ...     "extra_fields": {"env_id": "g", "turn_scores": [1.0], "turn_reward_positions": [1]},
-    ...     "extra_info": {"seed": 3, "env_kwargs": "{}"}, "uid": "u"}, 2, None, 4)
+    ...     "extra_fields": extra, "extra_info": {"seed": 3, "env_kwargs": "{}"}, "uid": "u"}, 2, None, 4)
     >>> [(t["start"], t["end"], t["reward"]) for t in line["turns"]], line["seed"], line["env_kwargs"]
     ([(0, 2, 1.0)], 3, {})
     """
+    from rollout.episode_result import EpisodeResult
     from rollout.trajectory import Trajectory, TurnRecord
 
-    extra = sample.get("extra_fields") if isinstance(sample.get("extra_fields"), dict) else {}
     row = _row_info(sample.get("extra_info"))
     response = [int(x) for x in sample.get("responses") or []]
     mask = [int(x) for x in sample.get("response_mask") or []]
-    failed = bool(extra.get("turngym_failed", False))
+    result = EpisodeResult.from_extra_fields(sample.get("extra_fields"), response_mask=mask)
+    failed = result.failed
     logprobs = [float(x) for x in sample.get("rollout_log_probs") or []]
-    info = extra.get("reward_extra_info") if isinstance(extra.get("reward_extra_info"), dict) else {}
     seed = row.get("seed")
     t = Trajectory(
         prompt_ids=[int(x) for x in sample.get("prompts") or []],
@@ -112,20 +99,20 @@ def episode_record(
         turns=[]
         if failed
         else [
-            TurnRecord(**turn)
-            for turn in _turns(mask, extra.get("turn_reward_positions") or [], extra.get("turn_scores") or [])
+            TurnRecord(start=turn.start, end=turn.end, reward=turn.reward)
+            for turn in result.turns
+            if 0 <= turn.reward_position < len(mask)
         ],
-        env_id=str(extra.get("env_id") or row.get("env_id") or "") or None,
+        env_id=result.env_id or (str(row.get("env_id") or "") or None),
         seed=int(seed) if isinstance(seed, int | float) and not isinstance(seed, bool) else None,
         group=str(sample["uid"]) if sample.get("uid") is not None else None,
-        termination=str(extra.get("turngym_termination") or "terminated"),
-        success=bool(info["success"]) if "success" in info and not failed else None,
+        termination=result.termination or "terminated",
+        success=result.success if not failed else None,
         failed=failed,
-        error=extra.get("turngym_error") if isinstance(extra.get("turngym_error"), str) else None,
+        error=result.error,
     )
-    behaviour = extra.get("turngym_behaviour")
-    if isinstance(behaviour, dict):
-        t.metrics["behaviour"] = behaviour
+    if result.behaviour is not None:
+        t.metrics["behaviour"] = dict(result.behaviour)
     advantages = [float(x) for x in sample.get("advantages") or []]
     if advantages and len(advantages) == len(response):
         t.extra_fields["advantages"] = advantages

@@ -7,7 +7,13 @@ turn structure from what verl already hands every estimator (`compute_advantage`
 `uid`, `response_mask` and `rm_scores` from TransferQueue and nothing else):
 
 - a turn is a maximal run of generated tokens (`response_mask == 1`); the env/tool/user tokens
-  between turns have mask 0 (rollout/episode.py);
+  between turns have mask 0 (rollout/episode.py). Under turngym's trainer the rollout's own turn
+  spans (`EpisodeResult.turns`, rollout/episode_result.py) are handed over instead
+  (`TurnAnchorsTrainerMixin`): a turn is then the generated tokens of its span. The two agree on
+  every row the agent loop writes, since env tokens always follow a turn that is not the last; the
+  spans stay exact where they would not (two turns with no token between them). Rewards are always
+  read from `token_level_rewards`, which verl may have changed (a KL penalty in the reward), never
+  from the spans;
 - the rollout puts each turn's reward on that turn's last generated token of `rm_scores`
   (rollout/agent_loop.py `TurnRewardOutput`), so `token_level_rewards` holds per-turn rewards and
   its row sum is still the episode return that outcome estimators use.
@@ -36,20 +42,57 @@ import numpy as np
 import torch
 from verl.trainer.ppo.core_algos import register_adv_est
 
+from rollout.episode_result import EpisodeResult
 from trainer.sample_objects import sample_objects
 from trainer.valid_groups import grpo_over_valid, valid_grouping, valid_rows
 
 TURN_GRPO = "turn_grpo"
 EPSILON = 1e-6  # as verl's GRPO: a group whose returns are all equal gets advantage 0, not NaN
 
+# Per-row turn spans for the advantage call under way, set by `TurnAnchorsTrainerMixin` (verl hands
+# estimators tensors only); None: turns are read from the mask's runs.
+_TURN_SPANS: ContextVar[list[list[tuple[int, int]] | None] | None] = ContextVar(
+    "turngym_turn_spans", default=None
+)
 
-def turn_index(response_mask: torch.Tensor) -> torch.Tensor:
-    """Turn number of every generated token (runs of mask 1 count 0, 1, ...); -1 on mask-0 tokens."""
+
+def turn_index(
+    response_mask: torch.Tensor, spans: list[list[tuple[int, int]] | None] | None = None
+) -> torch.Tensor:
+    """Turn number of every generated token; -1 on mask-0 tokens.
+
+    Args:
+        response_mask: (bs, response_length), 1 on generated tokens.
+        spans: per row, each turn's ``(start, end)`` in the response (the rollout's `TurnSpan`s), or
+            None for a row without them; None for all rows: every turn is a run of mask 1 (runs count
+            0, 1, ...). A span with no generated token inside the response gets no number, as it
+            would have no run.
+
+    Returns:
+        (bs, response_length) long tensor.
+    """
     mask = response_mask.bool()
     starts = mask.clone()
     starts[:, 1:] &= ~mask[:, :-1]
     index = starts.long().cumsum(dim=-1) - 1
-    return torch.where(mask, index, torch.full_like(index, -1))
+    index = torch.where(mask, index, torch.full_like(index, -1))
+    if spans is None:
+        return index
+    if len(spans) != mask.shape[0]:
+        raise ValueError(f"turn spans for {len(spans)} rows, the batch has {mask.shape[0]}")
+    for i, row_spans in enumerate(spans):
+        if row_spans is None:
+            continue
+        index[i] = -1
+        k = 0
+        for start, end in row_spans:
+            inside = torch.zeros_like(mask[i])
+            inside[max(start, 0) : max(end, 0)] = True
+            inside &= mask[i]
+            if inside.any():
+                index[i, inside] = k
+                k += 1
+    return index
 
 
 def turn_rewards(token_level_rewards: torch.Tensor, turns: torch.Tensor) -> list[torch.Tensor]:
@@ -130,7 +173,7 @@ def compute_turn_grpo_advantage(
         index = np.arange(bs)
     with torch.no_grad():
         _, kept = valid_grouping(token_level_rewards, index)
-        turns = turn_index(response_mask)
+        turns = turn_index(response_mask, _TURN_SPANS.get())
         returns = [discounted_returns(r, gamma) for r in turn_rewards(token_level_rewards, turns)]
         groups: dict[Any, list[int]] = defaultdict(list)
         for i in range(bs):
@@ -242,7 +285,7 @@ def compute_turn_gigpo_advantage(
     if index is None:
         index = np.arange(bs)
     with torch.no_grad():
-        turns = turn_index(response_mask)
+        turns = turn_index(response_mask, _TURN_SPANS.get())
         per_turn = turn_rewards(token_level_rewards, turns)
         returns = [discounted_returns(r, gamma) for r in per_turn]
         advantages = torch.zeros_like(token_level_rewards, dtype=torch.float32)
@@ -278,32 +321,52 @@ def compute_turn_gigpo_advantage(
     return advantages, token_returns
 
 
+def rollout_turns(
+    extra_fields: list[Any],
+) -> tuple[list[list[str | None]], list[list[tuple[int, int]] | None]]:
+    """Per row, the rollout's turn anchors and turn spans, read as `EpisodeResult`s.
+
+    Returns:
+        ``(anchors, spans)``; a row's spans are None when its fields store none (a padding row, a
+        row of an older rollout or of another agent loop): `turn_index` reads that row's turns from
+        the mask's runs.
+    """
+    anchors: list[list[str | None]] = []
+    spans: list[list[tuple[int, int]] | None] = []
+    for extra in extra_fields:
+        result = EpisodeResult.from_extra_fields(extra)
+        anchors.append(list(result.anchors))
+        stored = isinstance(extra, dict) and EpisodeResult.TURN_SPANS in extra
+        spans.append([(t.start, t.end) for t in result.turns] if stored else None)
+    return anchors, spans
+
+
 class TurnAnchorsTrainerMixin:
-    """Mix into verl's v1 trainer: hands the rollout's per-turn anchors to `turn_gigpo`.
+    """Mix into verl's v1 trainer: hands the rollout's turns to `turn_grpo` and `turn_gigpo`.
 
     verl's `_compute_advantage` fetches a fixed list of fields from TransferQueue; this reads the
-    rows' `extra_fields["turn_anchors"]` for the same keys (same row order) and makes them visible
-    to the estimator for the duration of verl's own call; the step-group sizes go to the metrics.
+    rows' `extra_fields` for the same keys (same row order) as `EpisodeResult`s and makes their turn
+    spans (both estimators) and anchors (`turn_gigpo`) visible to the estimator for the duration of
+    verl's own call; the step-group sizes go to the metrics.
     """
 
     def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
-        if str(self.config.algorithm.adv_estimator) != TURN_GIGPO:
+        if str(self.config.algorithm.adv_estimator) not in (TURN_GRPO, TURN_GIGPO):
             return super()._compute_advantage(batch, metrics)
         import transfer_queue as tq
 
         data = tq.kv_batch_get(
             keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
         )
-        anchors = [
-            list((extra or {}).get("turn_anchors") or [])
-            for extra in sample_objects(data.pop("extra_fields"))
-        ]
+        anchors, spans = rollout_turns(sample_objects(data.pop("extra_fields")))
         stats: dict[str, float] = {}
         token, stats_token = _TURN_ANCHORS.set(anchors), _STEP_STATS.set(stats)
+        spans_token = _TURN_SPANS.set(spans)
         try:
             result = super()._compute_advantage(batch, metrics)
         finally:
             _TURN_ANCHORS.reset(token)
             _STEP_STATS.reset(stats_token)
+            _TURN_SPANS.reset(spans_token)
         metrics.update(stats)
         return result

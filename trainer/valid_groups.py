@@ -3,7 +3,7 @@
 The rule, for every group-relative estimator turngym runs (``grpo``, ``turn_grpo``, ``turn_gigpo``,
 ``positive_grpo``):
 
-- a failed episode (the rollout's ``turngym_failed`` flag: it enters the batch as a masked-out
+- a failed episode (the rollout's failed flag, `EpisodeResult.failed`: it enters the batch as a masked-out
   placeholder with score 0, rollout/agent_loop.py) and an episode whose return is not finite are left
   out of their group's mean and std, and get advantage 0;
 - a group with fewer than two valid members gets advantage 0 on every row: one sample has nothing to
@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
 
+from rollout.episode_result import EpisodeResult
 from trainer.sample_objects import sample_objects
 
 VALID_GRPO = "grpo_valid"
@@ -66,8 +67,8 @@ def known_failures(failed: Sequence[bool], counts: dict[str, float] | None = Non
 
 
 def failed_flags(extra_fields: Sequence[dict[str, Any] | None]) -> np.ndarray:
-    """Per row, the rollout's ``turngym_failed`` flag (False for a row without one)."""
-    return np.array([bool((f or {}).get("turngym_failed")) for f in extra_fields], dtype=bool)
+    """Per row, the rollout's failed flag (`EpisodeResult.failed`; False for a row without one)."""
+    return np.array([EpisodeResult.from_extra_fields(f).failed for f in extra_fields], dtype=bool)
 
 
 def valid_rows(token_level_rewards: torch.Tensor, failed: Sequence[bool] | None = None) -> np.ndarray:

@@ -323,3 +323,48 @@ def test_gigpo_step_group_stats():
     assert stats["turn_credit/step_group_size/mean"] == pytest.approx(5 / 3)
     assert stats["turn_credit/grouped_turn_share"] == pytest.approx(3 / 5)
     assert stats["turn_credit/grouped_later_turn_share"] == 0.0
+
+
+def test_the_rollouts_turn_spans_give_the_numbers_the_mask_runs_give():
+    """Under turngym's trainer the estimators read the rollout's TurnSpans (`rollout_turns`); on rows
+    the agent loop writes they number the turns as the mask's runs do, so the advantages are equal."""
+    from rollout.agent_loop import trajectory_to_output
+    from trainer.turn_credit import _TURN_ANCHORS, _TURN_SPANS, rollout_turns
+
+    outputs = [
+        trajectory_to_output(_trajectory(), _Tokenizer(), None),
+        trajectory_to_output(
+            _trajectory(turns=_trajectory().turns[:1], response_ids=[5, 6, 7], loss_mask=[1, 1, 0]),
+            _Tokenizer(),
+            None,
+        ),
+        trajectory_to_output(_trajectory(failed=True, termination="failed"), _Tokenizer(), None),
+    ]
+    rows = [o.as_dict() for o in outputs]
+    width = max(len(r["response_mask"]) for r in rows)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    rewards = torch.zeros(len(rows), width)
+    for i, r in enumerate(rows):
+        mask[i, : len(r["response_mask"])] = r["response_mask"]
+        rewards[i, : len(r["rm_scores"])] = r["rm_scores"]
+    anchors, spans = rollout_turns([o.extra_fields for o in outputs] + [None])
+    assert spans[-1] is None and anchors[-1] == []  # a row without fields keeps the mask's runs
+    anchors, spans = anchors[:-1], spans[:-1]
+    # The failed row keeps its turns' spans, but its placeholder response has no generated token.
+    assert spans[0] == [(0, 2), (4, 6)] and spans[1] == [(0, 2)] and rows[2]["response_mask"].tolist() == [0]
+    assert turn_index(mask, spans).tolist() == turn_index(mask).tolist()
+    # Where spans and runs differ (two turns with no token between them), the spans are exact.
+    assert turn_index(torch.tensor([[1, 1, 1]]), [[(0, 1), (1, 3)]]).tolist() == [[0, 1, 1]]
+    index = np.array(["g", "g", "g"], dtype=object)
+    for estimator in (compute_turn_grpo_advantage, compute_turn_gigpo_advantage):
+        token = _TURN_ANCHORS.set(anchors)
+        try:
+            plain = estimator(rewards, mask, index=index, config=_algo())
+            spans_token = _TURN_SPANS.set(spans)
+            try:
+                typed = estimator(rewards, mask, index=index, config=_algo())
+            finally:
+                _TURN_SPANS.reset(spans_token)
+        finally:
+            _TURN_ANCHORS.reset(token)
+        assert torch.equal(plain[0], typed[0]) and torch.equal(plain[1], typed[1])
