@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rollout.episode_result import EpisodeResult
 from rollout.reward_placement import place_turn_rewards
 from rollout.trajectory import Trajectory
 
@@ -20,7 +21,9 @@ def to_dataproto(
     Tensors: `prompts` (left-padded), `responses`, `response_mask`, `rollout_log_probs`, `rm_scores`
     (each turn's reward on its last generated token; right-padded), `input_ids`, `attention_mask`,
     `position_ids`. Non-tensors: `uid` (the GRPO group), `env_id`, `seed`, `termination`, `success`,
-    `turn_scores` (per-turn rewards), `__num_turns__`. Widths default to the longest in the batch.
+    `turn_scores` (per-turn rewards), `__num_turns__` (verl's count: the conversation's messages,
+    `Trajectory.chat_turns`, as on the training path; the assistant turns are `len(turn_scores)`).
+    Widths default to the longest in the batch.
     """
     import numpy as np
     import torch
@@ -75,11 +78,11 @@ def to_dataproto(
 
     non_tensors = {
         "uid": column([t.group or f"solo-{i}" for i, t in enumerate(trajectories)]),
-        "env_id": column([t.env_id for t in trajectories]),
+        EpisodeResult.ENV_ID: column([t.env_id for t in trajectories]),
         "seed": column([t.seed for t in trajectories]),
         "termination": column([t.termination for t in trajectories]),
         "success": column([t.success for t in trajectories]),
-        "turn_scores": column([t.rewards for t in trajectories]),
-        "__num_turns__": np.array([t.num_turns for t in trajectories], dtype=np.int32),
+        EpisodeResult.TURN_SCORES: column([t.rewards for t in trajectories]),
+        "__num_turns__": np.array([t.chat_turns for t in trajectories], dtype=np.int32),
     }
     return DataProto.from_dict(tensors=tensors, non_tensors=non_tensors, meta_info={})

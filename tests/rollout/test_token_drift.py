@@ -4,6 +4,7 @@ health numbers the agent loop hands the trainer (rollout/agent_loop.py `episode_
 from __future__ import annotations
 
 from rollout.agent_loop import episode_health, trajectory_to_output
+from rollout.episode_result import EpisodeResult
 from rollout.token_drift import drifted_turns, turn_drifts
 from rollout.trajectory import Trajectory, TurnRecord
 
@@ -50,4 +51,4 @@ def test_episode_health_counts_valid_tool_turns_drift_and_generated_tokens(token
         "generated_tokens": len(own) + len(apart),
     }
     out = trajectory_to_output(traj, tokenizer, None)
-    assert out.extra_fields["turngym_health"] == health
+    assert EpisodeResult.from_extra_fields(out.extra_fields).health.to_dict() == health

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from rollout.episode_result import EpisodeResult
 from rollout.failure_trace import FAILURE_FILE_ENV, describe_exception, record_first_failure
 from trainer.episode_failures import (
     EPISODES_METRIC,
@@ -60,7 +61,8 @@ def test_only_the_first_failure_of_a_run_keeps_its_traceback(tmp_path, monkeypat
 
 
 def test_counts_and_the_stop_record(tmp_path):
-    fields = [{"turngym_failed": True, "turngym_error": "KeyError: 'x' (at env.py:3 in step)"}, None, {}]
+    failed = EpisodeResult(failed=True, error="KeyError: 'x' (at env.py:3 in step)")
+    fields = [failed.to_extra_fields(), None, {}]
     counts = failure_counts(fields)
     assert (counts[FAILED_METRIC], counts[EPISODES_METRIC]) == (1.0, 3.0)
     assert failed_segment(counts[FAILED_METRIC], counts[EPISODES_METRIC]) == "failed 1/3"

@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from rollout.episode_result import EpisodeHealth, EpisodeResult
 from trainer.config_error import ConfigError
 from trainer.health import step_health
 from trainer.health_guard import GUARDS, HealthGuard
@@ -15,20 +16,13 @@ from trainer.health_halt import HALT_EXIT_CODE, HealthHalt, clear_halt, halt_exi
 from trainer.progress import progress_line
 
 
-def _episode(turns=3, format_errors=0, tool_env=False, valid_tool_turns=0, termination="terminated", **kw):
-    """One episode's extra_fields as rollout/agent_loop.py writes them."""
-    return {
-        "turngym_failed": False,
-        "turngym_termination": termination,
-        "reward_extra_info": {"turns": float(turns), "format_errors": float(format_errors), "turns_cut": 0.0},
-        "turngym_health": {
-            "tool_env": tool_env,
-            "valid_tool_turns": valid_tool_turns,
-            "drifted_turns": 0,
-            "generated_tokens": 10 * turns,
-        },
-        **kw,
-    }
+def _episode(turns=3, format_errors=0, tool_env=False, valid_tool_turns=0, termination="terminated"):
+    """One episode's extra_fields as rollout/agent_loop.py writes them (an `EpisodeResult`)."""
+    health = EpisodeHealth(tool_env, valid_tool_turns, drifted_turns=0, generated_tokens=10 * turns)
+    result = EpisodeResult(
+        termination=termination, assistant_turns=turns, format_errors=format_errors, health=health
+    )
+    return result.to_extra_fields()
 
 
 def _healthy_step(n=8):
@@ -126,8 +120,7 @@ def test_entropy_collapse_warns_and_halts_when_listed():
 
 def test_a_run_of_failed_episodes_warns_once_then_halts_when_listed():
     fields, scores, uids = _healthy_step()
-    for f in fields[:6]:
-        f.update(turngym_failed=True, reward_extra_info={}, turngym_health={})
+    fields[:6] = [EpisodeResult(failed=True).to_extra_fields() for _ in range(6)]
     metrics = step_health(fields, scores, uids, 0)
     assert metrics["health/episodes_failed"] == 0.75
     guard = HealthGuard()
@@ -147,7 +140,7 @@ def test_a_run_of_failed_episodes_warns_once_then_halts_when_listed():
 
 def test_cut_episodes_and_format_errors_are_rates_over_episodes_that_did_not_fail():
     fields = [_episode(termination="budget", format_errors=3), _episode(), _episode(termination="max_turns")]
-    fields.append({"turngym_failed": True})
+    fields.append(EpisodeResult(failed=True).to_extra_fields())
     metrics = step_health(fields, [0.0] * 4, ["a"] * 4)
     assert metrics["health/episodes_cut"] == pytest.approx(2 / 3)
     assert metrics["health/format_error_rate"] == pytest.approx(3 / 9)

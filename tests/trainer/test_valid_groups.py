@@ -15,6 +15,7 @@ from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
+from rollout.episode_result import EpisodeResult
 from trainer.positive_grpo import POSITIVE_GRPO
 from trainer.turn_credit import _TURN_ANCHORS, TURN_GIGPO, TURN_GRPO
 from trainer.valid_groups import (
@@ -128,7 +129,9 @@ def test_without_failure_flags_it_is_verls_grpo_on_groups_of_two_or_more():
 def test_grpo_runs_as_a_registered_estimator_and_flags_come_from_extra_fields():
     assert ESTIMATOR_FOR == {"grpo": VALID_GRPO}
     assert get_adv_estimator_fn(VALID_GRPO) is compute_valid_grpo_advantage
-    flags = failed_flags([{"turngym_failed": True}, None, {"turngym_failed": False}, {}])
+    flags = failed_flags(
+        [EpisodeResult(failed=True).to_extra_fields(), None, EpisodeResult().to_extra_fields(), {}]
+    )
     assert flags.tolist() == [True, False, False, False]
     with (
         pytest.raises(ValueError, match="failure flags for 2 rows, the batch has 3"),
@@ -178,7 +181,7 @@ def test_the_trainer_hands_the_rows_failure_flags_to_verls_call_and_runs_grpo_as
         keys = [f"{uid}_0_{i}" for i, uid in enumerate(UIDS)]
         partition_id = "train"
 
-    extra = NonTensorStack(*(NonTensorData({"turngym_failed": bad}) for bad in FAILED))
+    extra = NonTensorStack(*(NonTensorData(EpisodeResult(failed=bad).to_extra_fields()) for bad in FAILED))
     monkeypatch.setattr(transfer_queue, "kv_batch_get", _Queue({"extra_fields": extra}).kv_batch_get)
     trainer, metrics = Trainer(), {}
     trainer._compute_advantage(Batch(), metrics)
