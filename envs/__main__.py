@@ -98,7 +98,7 @@ def _main(argv: list[str] | None) -> int:
     serve = sub.add_parser(
         "serve", help="serve every registered env over HTTP (one session per episode)", parents=[imports]
     )
-    from envs.remote import add_serve_arguments
+    from envs.server import add_serve_arguments
 
     add_serve_arguments(serve)
     serve.add_argument(
@@ -119,11 +119,11 @@ def _main(argv: list[str] | None) -> int:
         return _list_categories() if args.categories else _list(args.category)
     if args.command == "serve":
         if args.workers != 1:
-            from envs.remote.workers import serve_workers
+            from envs.server.workers import serve_workers
 
             return serve_workers(args)
-        from envs.remote.server import TOKEN_ENV
-        from envs.remote.server import serve as run_server
+        from envs.server.app import TOKEN_ENV
+        from envs.server.app import serve as run_server
         from serving.cli import server_settings
 
         # The operator's settings first (beyond loopback: a token), then the port: a port another

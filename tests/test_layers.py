@@ -170,6 +170,7 @@ SHIMS = {
     "tools.run_sync": "common.run_sync",
     "tools.cli_errors": "common.cli_errors",
     "tools.serving": "serving",
+    "envs.remote.server": "envs.server.app",
 }
 
 

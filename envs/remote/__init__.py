@@ -1,13 +1,16 @@
-"""Envs as services: `python -m envs serve` serves every registered env over HTTP; `RemoteEnv` drives one.
+"""Env clients: `RemoteEnv` drives one env on an env server, `PooledRemoteEnv` spreads episodes over several.
 
 `envs.make(env_id, remote="http://host:port", **kwargs)` returns a `RemoteEnv` that behaves like
 `envs.make(env_id, **kwargs)`; `remote=[url, ...]` a `PooledRemoteEnv` spreading episodes over several
-servers (`envs.remote.pool`). HTTP libraries load only when a server or client is made.
+servers (`envs.remote.pool`); `OpenEnvEnv` plays an OpenEnv server. `envs.remote.wire` is the protocol
+both sides speak. HTTP libraries load only when a client is made.
+
+The clients sit below `envs.make` (it returns them); the server (`python -m envs serve`, `envs.server`)
+sits above it (it makes every env it serves), so the two live apart and only the wire is shared.
 """
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from envs.remote.wire import RemoteEnvError
@@ -39,39 +42,21 @@ def make_remote(
     return RemoteEnv(env_id, remote, token=remote_token, **kwargs)
 
 
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `serve` subcommand's options: the shared server options (`serving`) and the env ones."""
-    from serving import add_server_args
+def __getattr__(name: str) -> Any:
+    # `add_serve_arguments` moved with the server to `envs.server`; the old name keeps working, with a
+    # warning (docs/design.md, "Moved"). The import is here, not at the top: clients sit below the server.
+    if name == "add_serve_arguments":
+        import warnings
 
-    add_server_args(parser, port=8000, token_env="TURNGYM_ENV_TOKEN", max_concurrency=64, what="env calls")
-    parser.add_argument("--max-sessions", type=int, default=256, help="open sessions at most (503 beyond)")
-    parser.add_argument(
-        "--max-sessions-per-client",
-        type=int,
-        default=None,
-        help="open sessions at most for one client, by peer address (429 beyond; default half of "
-        "--max-sessions); a trainer that has the server to itself may take all: set it to --max-sessions",
-    )
-    parser.add_argument(
-        "--idle-timeout",
-        type=float,
-        default=600.0,
-        help="seconds before an idle session is closed and its env released",
-    )
-    parser.add_argument(
-        "--env-kwargs",
-        action="append",
-        default=[],
-        metavar="ID:KEY=VALUE",
-        help="a kwarg the operator sets for every session of env ID, which clients cannot change, e.g. "
-        "code-sandbox-v0:isolation=bwrap (VALUE parsed as JSON when possible); repeatable",
-    )
-    parser.add_argument(
-        "--env-config",
-        default=None,
-        metavar="FILE",
-        help="YAML or JSON mapping env id -> {kwarg: value}, as --env-kwargs (which override it)",
-    )
+        from envs.server import add_serve_arguments
+
+        warnings.warn(
+            "envs.remote.add_serve_arguments moved to envs.server.add_serve_arguments; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return add_serve_arguments
+    raise AttributeError(f"module 'envs.remote' has no attribute {name!r}")
 
 
-__all__ = ["RemoteEnvError", "add_serve_arguments", "make_remote"]
+__all__ = ["RemoteEnvError", "make_remote"]

@@ -232,7 +232,7 @@ def test_a_hung_server_is_probed_without_stalling_picks(two_servers):
 def _worker_pids(front_pid: int) -> list[int]:
     out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
     rows = (line.split(None, 2) for line in out.splitlines() if line.strip())
-    return [int(pid) for pid, ppid, args in rows if int(ppid) == front_pid and "envs.remote.worker" in args]
+    return [int(pid) for pid, ppid, args in rows if int(ppid) == front_pid and "envs.server.worker" in args]
 
 
 def _gone(pids: list[int], within_s: float = 15.0) -> bool:

@@ -1,6 +1,6 @@
-"""One worker process of `python -m envs serve --workers N` (see `envs.remote.workers` for the front).
+"""One worker process of `python -m envs serve --workers N` (see `envs.server.workers` for the front).
 
-A worker serves the env server's app (`envs.remote.server.create_app`) on connections the front hands it
+A worker serves the env server's app (`envs.server.app.create_app`) on connections the front hands it
 (file descriptors over a Unix socket pair), and on a Unix socket of its own for requests other workers
 pass on. Session ids leave this worker as `w<index>-<id>`, so the front can route a session's new
 connections here; inside, the app sees its own ids. A request on one connection for another worker's
@@ -176,8 +176,8 @@ def _rewritten(send: Any, change: Any) -> Any:
 
 
 def build_app(settings: dict[str, Any]) -> Any:
-    """The env server's app with `settings` (as `envs.remote.workers.worker_settings` checked them)."""
-    from envs.remote.server import create_app
+    """The env server's app with `settings` (as `envs.server.workers.worker_settings` checked them)."""
+    from envs.server.app import create_app
 
     return create_app(
         max_sessions=settings["max_sessions"],

@@ -7,7 +7,7 @@ named in the session id (`/v1/sessions/w<i>-...`), or the next worker in turn fo
 routes. From then on the client talks to that worker directly, so the front costs one accept, one peek
 and one descriptor pass per connection and nothing per request on a kept-alive connection. A worker that
 receives a request for another worker's session on the same connection passes it on over that worker's
-Unix socket (`envs.remote.worker`). A worker that exits is started again; its sessions are lost (404).
+Unix socket (`envs.server.worker`). A worker that exits is started again; its sessions are lost (404).
 Limits (`--max-sessions`, `--max-sessions-per-client`, `--max-concurrency`, ...) apply to each worker.
 """
 
@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from common.cli_errors import UsageError
-from envs.remote.worker import worker_of
+from envs.server.worker import worker_of
 
 _REQUEST_LINE = re.compile(rb"^[A-Z]{3,8} (\S+) HTTP/1\.[01]\r?\n")
 _PEEK_BYTES = 4096
@@ -43,8 +43,8 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
     Raises:
         UsageError: a bad setting or a port in use (one line).
     """
-    from envs.remote.operator_config import OperatorConfigError, operator_kwargs
-    from envs.remote.server import sessions_per_client
+    from envs.server.app import sessions_per_client
+    from envs.server.operator_config import OperatorConfigError, operator_kwargs
     from serving import server_settings
 
     if not 1 <= args.workers <= 256:
@@ -80,7 +80,7 @@ class _Worker:
         self.front, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # The token goes over stdin, not argv, which `ps` shows to every user.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "envs.remote.worker", str(child.fileno())],
+            [sys.executable, "-m", "envs.server.worker", str(child.fileno())],
             stdin=subprocess.PIPE,
             pass_fds=(child.fileno(),),
         )
