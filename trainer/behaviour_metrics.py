@@ -65,7 +65,7 @@ def batch_behaviour(extra_fields: Sequence[dict[str, Any] | None]) -> dict[str, 
     return out
 
 
-_VAL_SUCCESS = re.compile(r"val-aux/(?P<source>[^/]+)/success/mean@\d+$")
+_VAL_SUCCESS = re.compile(rf"val-aux/(?P<source>[^/]+)/{EpisodeResult.SUCCESS}/mean@\d+$")
 
 
 def validation_success(metrics: dict[str, Any]) -> dict[str, float]:
