@@ -285,8 +285,9 @@ class EpisodeResult:
             anchors: per turn, the digest of the tokens before it (rollout/agent_loop.py).
             health: the episode's health numbers.
             behaviour_columns: the ``behaviour_<count>`` columns by count name.
-            env_moves: how often it moved env server; replayed: it was replayed on another; failover:
-                each move as text (rollout/env_servers.py).
+            env_moves: how often it moved env server (rollout/env_servers.py `failover_moves`).
+            replayed: it was replayed on another server.
+            failover: each move, as text.
 
         Returns:
             The EpisodeResult; the trajectory's own ``extra_fields`` go into ``other``.
