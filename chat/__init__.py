@@ -1,8 +1,12 @@
 """turngym chat: the ground floor every other package stands on.
 
-What a conversation is (`Message` and its constructors) and the contract of whatever writes the
-model's side of one (`Engine`, `chat_kwargs`). Standard library only; it imports no other turngym
-package, so envs, tools, interactions, rollout and trainer can all use it.
+What a conversation is (`Message` and its constructors), the contract of whatever writes the
+model's side of one (`Engine`, `chat_kwargs`), how tool calls are written in the model's text
+(`chat.calls`: the formats and their markers) and how a conversation becomes token ids with special
+tokens only from the template (`chat.encoder.ChatEncoder`, its render bounded by
+`chat.render_deadline`). It imports no other turngym package but `common` (the registry behind the
+call formats, the thread deadline behind the render), so every package above can use it.
+`import chat` loads the messages and the engine contract only; the rest loads when imported.
 
 >>> from chat import Message, user
 >>> user("hi")

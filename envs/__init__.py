@@ -33,10 +33,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # `ToolCallRequest` is `tools.calls.ToolCall` (one tool-call concept); resolved on use so that
+    # `ToolCallRequest` is `chat.calls.ToolCall` (one tool-call concept); resolved on use so that
     # `import envs` does not import `tools` and pydantic.
     if name == "ToolCallRequest":
-        from tools.calls.call import ToolCall
+        from chat.calls.call import ToolCall
 
         return ToolCall
     raise AttributeError(f"module 'envs' has no attribute {name!r}")

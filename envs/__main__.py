@@ -16,9 +16,9 @@ import threading
 from collections.abc import Callable
 
 import envs
+from chat.calls.formats import write_calls
 from common.cli_errors import ArgumentParser, UsageError, check_port_free, did_you_mean, run_cli
 from envs.text_env import render_transcript
-from tools.calls.formats import write_calls
 
 # Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
 # hyperlinks, and two-byte ESC codes), then every other control character but newline and tab, C1 controls

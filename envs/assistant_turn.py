@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from chat.calls.formats import may_hold_calls
 from envs.errors import InvalidAction
-from tools.calls.formats import may_hold_calls
 
 if TYPE_CHECKING:
-    from tools.calls.call import ToolCall
+    from chat.calls.call import ToolCall
 
 # C0 control characters except tab, newline and carriage return: models emit them by accident and
 # terminals choke on them, so they are dropped before an action is interpreted.
@@ -21,7 +21,7 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 @dataclass(slots=True)
 class AssistantTurn:
-    """The assistant's text plus its tool calls (`tools.calls.ToolCall`) and why any call could not be read."""
+    """The assistant's text plus its tool calls (`chat.calls.ToolCall`) and why any call could not be read."""
 
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
@@ -73,7 +73,7 @@ def _read_text(
     if not text.isprintable():  # isprintable() is a fast pre-check; most replies have nothing to drop
         text = _CONTROL_CHARS.sub("", text)
     if tool_call_format and may_hold_calls(text, tool_call_format) and (has_tools is None or has_tools()):
-        from tools.calls import parse_tool_calls
+        from chat.calls import parse_tool_calls
 
         parsed = parse_tool_calls(text, tool_call_format)
         return AssistantTurn(parsed.content, tuple(parsed.tool_calls), tuple(parsed.errors))
@@ -119,8 +119,8 @@ def _read_message(
 
 
 def _read_call(raw: Any, index: int) -> tuple[ToolCall, int]:
-    from tools.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, depth_exceeds
-    from tools.calls.call import ToolCall
+    from chat.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, depth_exceeds
+    from chat.calls.call import ToolCall
 
     if not isinstance(raw, dict):
         raise InvalidAction(f"tool call {index} must be an object, got {type(raw).__name__}")

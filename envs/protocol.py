@@ -27,7 +27,7 @@ class EnvProtocol(Protocol):
 
     Attributes:
         max_action_chars: the longest reply `step` reads; longer ones are a format error.
-        tool_call_format: how tool calls written in reply text are read (`tools.calls` format name), or
+        tool_call_format: how tool calls written in reply text are read (`chat.calls` format name), or
             None when reply text is never read as calls. Change it with `set_tool_call_format`.
         wants_policy_opponent: True when the env was made with `opponent="self"` and waits for the
             policy to be attached as its other player (`attach_policy_opponent`).

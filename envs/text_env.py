@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from chat.calls.formats import get_format, may_hold_calls
 from chat.message import Message, user
 from common.run_sync import run_sync
 from envs.assistant_turn import AssistantTurn, read_action
@@ -26,11 +27,10 @@ from envs.turn_limits import (
     DEFAULT_MAX_TOOL_TIME_S,
     TurnLimits,
 )
-from tools.calls.formats import get_format, may_hold_calls
 
 if TYPE_CHECKING:
+    from chat.calls import ToolCall
     from tools import Tool, ToolResult
-    from tools.calls import ToolCall
 
 
 class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
@@ -72,7 +72,7 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
-    #: How tool calls written in the reply text are recognised (see `tools.calls`). The rollout sets it
+    #: How tool calls written in the reply text are recognised (see `chat.calls`). The rollout sets it
     #: per episode to the format its chat template writes (`set_tool_call_format`).
     tool_call_format: str | None = "hermes"
     #: What the agent is told about the expected reply when its reply cannot be used.

@@ -21,10 +21,10 @@ from chat.message import Message, tool_result, user
 from envs.step_result import StepResult
 
 if TYPE_CHECKING:
+    from chat.calls import ToolCall
     from envs.assistant_turn import AssistantTurn
     from envs.text_env import TextEnv
     from tools import Tool, ToolResult
-    from tools.calls import ToolCall
 
 
 @dataclass

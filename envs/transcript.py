@@ -48,6 +48,6 @@ def unreadable_reply(action: Any) -> Message:
 def _arguments_text(arguments: Any) -> str:
     if arguments is None or isinstance(arguments, str):
         return arguments or ""
-    from tools.calls.jsonscan import dump  # never raises, even on hand-built deep or odd values
+    from chat.calls.jsonscan import dump  # never raises, even on hand-built deep or odd values
 
     return dump(arguments)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import itertools
 from typing import Any, TypeVar
 
+from chat.encoder import ChatEncoder
 from chat.engine import Engine, chat_kwargs
 from chat.message import Message
 from common.run_sync import run_sync
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
-from tools.chat_encoding import ChatEncoder
 
 T = TypeVar("T")
 

@@ -269,7 +269,7 @@ def _interpret(
     clean = _THINK.sub("", text).strip() if strip_think else text
     if not has_tools:
         return {"role": "assistant", "content": text}, clean, 0
-    from tools.calls import parse_tool_calls
+    from chat.calls import parse_tool_calls
 
     parsed = parse_tool_calls(text, fmt.tool_call_format)
     if parsed.errors or not parsed.tool_calls:

@@ -171,7 +171,7 @@ class OpenAIEngine(SGLangEngine):
         text = message.get("content") or ""
         calls = message.get("tool_calls") or []
         if calls:
-            from tools.calls import ToolCall, format_tool_calls
+            from chat.calls import ToolCall, format_tool_calls
 
             parsed = [ToolCall.from_openai(c, default_id=f"call_{i}") for i, c in enumerate(calls)]
             text = format_tool_calls(parsed, self.tool_call_format, text)

@@ -191,7 +191,7 @@ def create_app(
         The app (run it with `serving.run_server` or uvicorn); `app.state.server` holds the engine
         and the gate.
     """
-    from tools.chat_encoding import ChatEncoder
+    from chat.encoder import ChatEncoder
 
     server = ModelServer(
         engine=engine,

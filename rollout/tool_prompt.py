@@ -6,7 +6,7 @@ roles and contents). An env's tools would then never reach the model, and an ass
 For such a template the rollout:
 - appends `tools_system_text(tools)` to the system message: the schemas as JSON lines in `<tools>` and
   how to call one (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, the hermes format
-  `tools.calls` reads). With no system message, the template's own default system prompt (found by
+  `chat.calls` reads). With no system message, the template's own default system prompt (found by
   rendering, e.g. SmolLM2's "You are a helpful AI assistant named SmolLM...") is kept before it;
 - hands the template no tools, and records each assistant turn with its text as written (the
   `<tool_call>` blocks stay in `content`, parsed `tool_calls` beside it for readers), since the template
@@ -21,8 +21,8 @@ import json
 import logging
 from typing import Any
 
-from tools.calls.formats import get_format, write_calls
-from tools.render_deadline import RENDER_TIMEOUT_S, bounded_render
+from chat.calls.formats import get_format, write_calls
+from chat.render_deadline import RENDER_TIMEOUT_S, bounded_render
 
 log = logging.getLogger(__name__)
 

@@ -16,16 +16,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions", "chat", "common", "serving")
 # What each package may import (besides itself): the layers of docs/design.md. The ground floor is
-# `chat` (messages, the engine contract), `common` (Registry, run_sync, CLI errors, the thread
-# deadline) and `serving` (the HTTP layer every server shares): every package may import them,
-# `common` imports none and `chat` and `serving` none but `common`.
+# `chat` (messages, the engine contract, call formats, ChatEncoder), `common` (Registry, run_sync,
+# CLI errors, the thread deadline) and `serving` (the HTTP layer every server shares): every package
+# may import them, `common` imports none and `chat` and `serving` none but `common`.
 ALLOWED = {
     "trainer": {"rollout", "envs", "tools", "interactions", "chat", "common", "serving"},
     "rollout": {"envs", "tools", "interactions", "chat", "common", "serving"},
     "envs": {"tools", "interactions", "chat", "common", "serving"},
     "interactions": {"tools", "chat", "common", "serving"},
     "tools": {"chat", "common", "serving"},
-    "chat": set(),
+    "chat": {"common"},
     "common": set(),
     "serving": {"common"},
 }
@@ -171,6 +171,8 @@ SHIMS = {
     "tools.cli_errors": "common.cli_errors",
     "tools.serving": "serving",
     "envs.remote.server": "envs.server.app",
+    "tools.calls": "chat.calls",
+    "tools.chat_encoding": "chat.encoder",
 }
 
 

@@ -1,8 +1,8 @@
 """turngym tools: typed tools with OpenAI schemas, YAML loading, built-ins and code sandboxes.
 
 Names load on first use, so `import tools` (and any `tools.<submodule>` import, which runs this file
-first) pulls neither pydantic nor pyyaml: `envs` imports `tools.calls` at import time. `Registry` and
-`load_entry_point` live in `common.registration` and are still exported here, under their old names.
+first) pulls neither pydantic nor pyyaml. `Registry` and `load_entry_point` (in `common.registration`)
+and the call-format names (in `chat.calls`) live on the ground floor and are still exported here.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ _EXPORTS = {
     "tool": "tools.tool",
     "ToolRegistry": "tools.registry",
     "ToolResult": "tools.result",
-    "ParsedTurn": "tools.calls",
-    "ToolCall": "tools.calls",
-    "format_tool_calls": "tools.calls",
-    "parse_tool_calls": "tools.calls",
+    "ParsedTurn": "chat.calls",
+    "ToolCall": "chat.calls",
+    "format_tool_calls": "chat.calls",
+    "parse_tool_calls": "chat.calls",
     "get_builtin": "tools.builtin",
     "list_builtins": "tools.builtin",
     "load_tools": "tools.loading",
@@ -53,9 +53,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from chat.calls import ParsedTurn, ToolCall, format_tool_calls, parse_tool_calls
     from common.registration import Registry, load_entry_point
     from tools.builtin import get_builtin, list_builtins
-    from tools.calls import ParsedTurn, ToolCall, format_tool_calls, parse_tool_calls
     from tools.loading import ToolLoadError, load_tools, make_tool, resolve_tools
     from tools.registry import ToolRegistry
     from tools.result import ToolResult
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        # `tools.calls`, `tools.sandbox`, ... as attributes, as when this file imported them eagerly.
+        # `tools.sandbox`, `tools.builtin`, ... as attributes, as when this file imported them eagerly.
         try:
             return importlib.import_module(f"tools.{name}")
         except ModuleNotFoundError as exc:

@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 import pydantic
 
+from chat.calls import bounded_json
 from common.run_sync import run_sync
 from common.thread_deadline import DeadlineExceeded, call_with_deadline
-from tools.calls import bounded_json
 from tools.loop_watch import watched
 from tools.result import ToolResult
 from tools.schema import function_schema

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from chat.calls.formats import write_calls
 from chat.message import system, user
 from common.run_sync import run_sync
 from envs.assistant_turn import AssistantTurn
@@ -14,7 +15,6 @@ from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.code.submission_outcome import SubmissionOutcome
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
-from tools.calls.formats import write_calls
 
 _CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 

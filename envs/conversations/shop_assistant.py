@@ -8,12 +8,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chat.calls.formats import write_calls
 from envs.conversations.interaction_env import InteractionEnv
 from envs.step_result import StepResult
-from tools.calls.formats import write_calls
 
 if TYPE_CHECKING:
-    from tools.calls.call import ToolCall
+    from chat.calls.call import ToolCall
 
 CATALOGUE = Path(__file__).parent / "data" / "shop_catalogue.json"
 

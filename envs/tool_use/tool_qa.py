@@ -7,14 +7,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from chat.calls.formats import write_calls
 from chat.message import system, user
 from envs.assistant_turn import AssistantTurn
 from envs.step_result import StepResult
 from envs.text_env import TextEnv
-from tools.calls.formats import write_calls
 
 if TYPE_CHECKING:
-    from tools.calls.call import ToolCall
+    from chat.calls.call import ToolCall
 
 _MARKED = re.compile(r"(?:final\s+answer|answer)\s*[:=]\s*([^\n]+)", re.IGNORECASE)
 

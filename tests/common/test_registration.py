@@ -76,16 +76,16 @@ def test_load_entry_point_rules():
 
 
 def test_every_registry_is_one_registry():
+    import chat.calls.formats
     import envs.registration
     import interactions.registry
     import tools.builtin
-    import tools.calls.formats
 
     for reg in (
         envs.registration._REGISTRY,
         interactions.registry._REGISTRY,
         tools.builtin.BUILTINS,
-        tools.calls.formats._FORMATS,
+        chat.calls.formats._FORMATS,
     ):
         assert isinstance(reg, Registry)
 
@@ -93,8 +93,8 @@ def test_every_registry_is_one_registry():
 def test_public_registry_functions_keep_working():
     import envs
     import interactions
+    from chat.calls import get_format, list_formats
     from tools import get_builtin, list_builtins
-    from tools.calls import get_format, list_formats
 
     assert envs.spec("guess-number-v0").load() is envs.spec("guess-number-v0").load()
     assert interactions.make("answer-feedback").name == "answer-feedback"
@@ -111,7 +111,7 @@ def test_import_tools_is_light_and_the_tool_decorator_survives_its_submodule():
         "import tools.tool\n"
         "from tools import tool, Tool\n"
         "print(light, callable(tool) and not isinstance(tool, type(sys)), tools.tool is tool)\n"
-        "print(tools.calls.parse_tool_calls is tools.parse_tool_calls, hasattr(tools, 'no_such_thing'))\n"
+        "print(tools.loading.load_tools is tools.load_tools, hasattr(tools, 'no_such_thing'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True", "True", "True", "False"]

@@ -34,6 +34,6 @@ def test_plain_text_episodes_touch_no_tool_machinery():
         "    assert env.unwrapped._tool_prototypes is None and env.unwrapped._generator is None\n"
         "del env"  # back at the top level, where `_modules_after` appends its print
     )
-    parsers = ["tools.calls.hermes", "tools.calls.llama3", "tools.calls.mistral", "tools.calls.jsonscan"]
+    parsers = ["chat.calls.hermes", "chat.calls.llama3", "chat.calls.mistral", "chat.calls.jsonscan"]
     assert not [m for m in ["pydantic", "tools.registry", *parsers] if m in loaded]
-    assert "tools.calls.formats" in loaded
+    assert "chat.calls.formats" in loaded

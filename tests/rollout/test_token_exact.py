@@ -379,7 +379,7 @@ def test_smollm2_default_system_prompt_and_tools_in_the_system_message(smollm2_t
     # Templates that render tools, and envs without tools, are left alone.
     assert place_tools(tokenizer, user, TOOLS) == (user, TOOLS)
     assert place_tools(smollm2_tokenizer, user, []) == (user, None)
-    # Every schema is in the block as one JSON line, and the call example is the format tools.calls reads.
+    # Every schema is in the block as one JSON line, and the call example is the format chat.calls reads.
     block = tools_system_text(TOOLS)
     assert all(json.dumps(t) in block.splitlines() for t in TOOLS) and "<tool_call>" in block
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tools.calls.call import ParsedTurn, ToolCall
-from tools.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
-from tools.calls.markers import HERMES
+from chat.calls.call import ParsedTurn, ToolCall
+from chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
+from chat.calls.markers import HERMES
 
 OPEN, CLOSE = HERMES.opens[0], HERMES.close
 

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from chat.calls import markers as _markers
+from chat.calls.call import ParsedTurn, ToolCall
+from chat.calls.markers import CallMarkers
 from common.registration import EntryPoint, Registry, load_entry_point
-from tools.calls import markers as _markers
-from tools.calls.call import ParsedTurn, ToolCall
-from tools.calls.markers import CallMarkers
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,6 @@ def write_calls(calls: Iterable[tuple[str, dict[str, Any]]], format: str | None 
     return format_tool_calls(made, format or "hermes")
 
 
-register_format("hermes", "tools.calls.hermes:parse", "tools.calls.hermes:format", _markers.HERMES)
-register_format("llama3", "tools.calls.llama3:parse", "tools.calls.llama3:format", _markers.LLAMA3)
-register_format("mistral", "tools.calls.mistral:parse", "tools.calls.mistral:format", _markers.MISTRAL)
+register_format("hermes", "chat.calls.hermes:parse", "chat.calls.hermes:format", _markers.HERMES)
+register_format("llama3", "chat.calls.llama3:parse", "chat.calls.llama3:format", _markers.LLAMA3)
+register_format("mistral", "chat.calls.mistral:parse", "chat.calls.mistral:format", _markers.MISTRAL)

@@ -1,7 +1,7 @@
 """Tool-call text formats (hermes/Qwen, llama3, mistral): parse model text, render calls back, markers."""
 
-from tools.calls.call import ParsedTurn, ToolCall
-from tools.calls.formats import (
+from chat.calls.call import ParsedTurn, ToolCall
+from chat.calls.formats import (
     CallFormat,
     format_tool_calls,
     get_format,
@@ -12,7 +12,7 @@ from tools.calls.formats import (
     register_format,
     write_calls,
 )
-from tools.calls.markers import CallMarkers
+from chat.calls.markers import CallMarkers
 
 __all__ = [
     "CallFormat",
