@@ -227,7 +227,7 @@ async def evaluate(
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Run the evaluation, print the table and wall time; returns the rows."""
-    from rollout.checkpoint_export import CheckpointError, resolve_model
+    from engines.checkpoint_export import CheckpointError, resolve_model
     from rollout.eval import UsageError, build_engine, eval_plan, save_trajectories
 
     args = parse_args(argv)

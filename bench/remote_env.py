@@ -142,10 +142,10 @@ def fresh_connection_ms(url: str, n: int = 300) -> float:
 
 def collect_env_wait(env_id: str, make_env, episodes: int) -> tuple[float, float, int]:
     """(collect wall s, share of episode time waiting on the env, failed episodes) with the embedded model."""
+    from engines.hf_engine import HFEngine
     from rollout.collection import acollect
     from rollout.episode import EpisodeConfig
     from rollout.episode_budgets import EMBEDDED_MODEL_BUDGETS as budgets
-    from rollout.hf_engine import HFEngine
 
     engine = _ENGINE.get("engine") or _ENGINE.setdefault("engine", HFEngine(max_batch_size=episodes, seed=0))
     cfg = EpisodeConfig(

@@ -65,9 +65,9 @@ class LongChatEnv:
 
 
 def bench_overhead(n_episodes: int, max_new_tokens: int) -> None:
+    from engines.hf_engine import HFEngine
     from rollout.collection import acollect
     from rollout.episode import EpisodeConfig
-    from rollout.hf_engine import HFEngine
 
     engine = HFEngine(max_batch_size=n_episodes, seed=0)
     cfg = EpisodeConfig(max_new_tokens=max_new_tokens, max_response_tokens=512, max_turns=6)
@@ -109,8 +109,8 @@ def bench_overhead(n_episodes: int, max_new_tokens: int) -> None:
 def bench_assembly(n_episodes: int, turns: int) -> None:
     from transformers import AutoTokenizer
 
+    from engines.embedded_model import build_embedded_model
     from rollout.chat_format import ChatFormat
-    from rollout.embedded_model import build_embedded_model
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.scripted_engine import ScriptedEngine
 

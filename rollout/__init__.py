@@ -1,6 +1,7 @@
-"""turngym rollout: engines, token-exact multi-turn episodes (trajectories), the verl agent loop, standalone DataProto export.
+"""turngym rollout: token-exact multi-turn episodes (trajectories), the verl agent loop, standalone DataProto export.
 
-Heavy modules (torch, transformers, verl) load on first attribute access, not at `import rollout`.
+The engines live in `engines` and are exported here too (`from rollout import HFEngine`). Heavy modules
+(torch, transformers, verl) load on first attribute access, not at `import rollout`.
 """
 
 from __future__ import annotations
@@ -9,12 +10,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Engine": "rollout.engine",
-    "EngineError": "rollout.engine",
-    "Generation": "rollout.engine",
-    "SamplingParams": "rollout.engine",
-    "HFEngine": "rollout.hf_engine",
-    "SGLangEngine": "rollout.sglang_engine",
+    "Engine": "engines.engine",
+    "EngineError": "engines.engine",
+    "Generation": "engines.engine",
+    "SamplingParams": "engines.engine",
+    "HFEngine": "engines.hf_engine",
+    "SGLangEngine": "engines.sglang_engine",
     "ScriptedEngine": "rollout.scripted_engine",
     "EngineOpponent": "rollout.engine_opponent",
     "ChatFormat": "rollout.chat_format",
@@ -51,16 +52,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from engines.engine import Engine, EngineError, Generation, SamplingParams
+    from engines.hf_engine import HFEngine
+    from engines.sglang_engine import SGLangEngine
     from rollout.agent_loop import TurnGymAgentLoop
     from rollout.chat_format import ChatFormat
     from rollout.collection import acollect, collect, summarize
     from rollout.dataproto import to_dataproto
-    from rollout.engine import Engine, EngineError, Generation, SamplingParams
     from rollout.engine_opponent import EngineOpponent
     from rollout.episode import EpisodeConfig, run_episode
-    from rollout.hf_engine import HFEngine
     from rollout.scripted_engine import ScriptedEngine
-    from rollout.sglang_engine import SGLangEngine
     from rollout.trajectory import Trajectory, TrajectoryBatch
 
 

@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from chat.engine import Engine
 from common.run_sync import run_sync
-from rollout.engine import Engine
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.trajectory import Trajectory, TrajectoryBatch
 

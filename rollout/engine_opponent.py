@@ -8,10 +8,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from chat.engine import Engine, chat_kwargs
 from common.run_sync import run_sync
 from envs.protocol import EnvProtocol
 from rollout.chat_format import ChatFormat
-from rollout.engine import Engine, chat_kwargs
 
 _request_ids = itertools.count()
 

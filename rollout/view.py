@@ -664,7 +664,7 @@ def _main(argv: list[str] | None) -> int:
     tokenizers = []
     for _, tok_path in runs:
         if tok_path is None:
-            from rollout.embedded_model import build_embedded_model
+            from engines.embedded_model import build_embedded_model
 
             tok_path = str(build_embedded_model())
         if tok_path not in loaded:

@@ -34,12 +34,12 @@ def test_an_old_path_still_works_and_warns(old: str, new: str, names: list[str])
 
 
 def test_one_message_and_one_engine_everywhere():
+    from engines.engine import Engine as EnginesEngine
+    from engines.engine import chat_kwargs as engines_chat_kwargs
     from interactions.interaction import Message as InteractionMessage
-    from rollout.engine import Engine as RolloutEngine
-    from rollout.engine import chat_kwargs as rollout_chat_kwargs
 
     assert InteractionMessage is Message is chat.Message
-    assert RolloutEngine is Engine and rollout_chat_kwargs is chat_kwargs
+    assert EnginesEngine is Engine and engines_chat_kwargs is chat_kwargs
 
 
 def test_import_chat_loads_no_other_turngym_package():

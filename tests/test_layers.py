@@ -14,14 +14,16 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("trainer", "rollout", "envs", "tools", "interactions", "chat", "common", "serving")
+PACKAGES = ("trainer", "rollout", "engines", "envs", "tools", "interactions", "chat", "common", "serving")
 # What each package may import (besides itself): the layers of docs/design.md. The ground floor is
 # `chat` (messages, the engine contract, call formats, ChatEncoder), `common` (Registry, run_sync,
 # CLI errors, the thread deadline) and `serving` (the HTTP layer every server shares): every package
 # may import them, `common` imports none and `chat` and `serving` none but `common`.
 ALLOWED = {
-    "trainer": {"rollout", "envs", "tools", "interactions", "chat", "common", "serving"},
-    "rollout": {"envs", "tools", "interactions", "chat", "common", "serving"},
+    "trainer": {"rollout", "engines", "envs", "tools", "interactions", "chat", "common", "serving"},
+    "rollout": {"engines", "envs", "tools", "interactions", "chat", "common", "serving"},
+    # The engines and the models they load: beside rollout's episodes, on tools and the ground floor.
+    "engines": {"tools", "chat", "common", "serving"},
     "envs": {"tools", "interactions", "chat", "common", "serving"},
     "interactions": {"tools", "chat", "common", "serving"},
     "tools": {"chat", "common", "serving"},
@@ -153,7 +155,7 @@ def test_the_scan_sees_imports_inside_functions():
     modules = module_files()
     edges = import_edges(modules)
     assert len(modules) > 50
-    inside = [e for e in edges if e[0] == "rollout.hf_engine" and e[1] == "rollout.embedded_model"]
+    inside = [e for e in edges if e[0] == "engines.hf_engine" and e[1] == "engines.embedded_model"]
     assert inside, "the import of the embedded model inside HFEngine.__init__ was not seen"
 
 
@@ -173,6 +175,14 @@ SHIMS = {
     "envs.remote.server": "envs.server.app",
     "tools.calls": "chat.calls",
     "tools.chat_encoding": "chat.encoder",
+    "rollout.engine": "engines.engine",
+    "rollout.hf_engine": "engines.hf_engine",
+    "rollout.openai_engine": "engines.openai_engine",
+    "rollout.sglang_engine": "engines.sglang_engine",
+    "rollout.named_models": "engines.named_models",
+    "rollout.embedded_model": "engines.embedded_model",
+    "rollout.checkpoint_export": "engines.checkpoint_export",
+    "rollout.serve": "engines.serve",
 }
 
 
@@ -209,8 +219,8 @@ def test_no_import_cycle():
     assert not found, "import cycles between modules:\n" + "\n".join(" ↔ ".join(c) for c in found)
 
 
-def test_import_rollout_and_the_embedded_model_stay_light():
-    code = "import sys, rollout, rollout.embedded_model; print(' '.join(sys.modules))"
+def test_import_rollout_engines_and_the_embedded_model_stay_light():
+    code = "import sys, rollout, engines, engines.embedded_model; print(' '.join(sys.modules))"
     loaded = set(
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True

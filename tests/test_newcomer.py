@@ -26,10 +26,10 @@ TABLE: list[tuple[str, str, int]] = []
 
 
 def _mains() -> dict[str, Callable[[list[str]], int]]:
+    import engines.named_models
+    import engines.serve
     import envs.__main__
     import rollout.eval
-    import rollout.named_models
-    import rollout.serve
     import rollout.view
     import tools.sandbox.serve
     import trainer.run
@@ -38,9 +38,9 @@ def _mains() -> dict[str, Callable[[list[str]], int]]:
         "envs": envs.__main__.main,
         "rollout.eval": rollout.eval.cli,
         "rollout.view": rollout.view.main,
-        "rollout.serve": rollout.serve.main,
+        "engines.serve": engines.serve.main,
         "tools.sandbox.serve": tools.sandbox.serve.main,
-        "rollout.named_models": rollout.named_models.main,
+        "engines.named_models": engines.named_models.main,
         "trainer.run": trainer.run.main,
     }
 
@@ -109,12 +109,12 @@ CASES = [
     ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
     ("rollout.view", ["traj.jsonl"], 2, "not a trajectories JSONL"),
     ("rollout.view", ["traj.jsonl", "-o", "notes.txt/page.html"], 2, "is a file"),
-    ("rollout.serve", ["--port", "{port}"], 2, "is in use"),
-    ("rollout.serve", ["--model-path", "no/such/model"], 2, "does not exist"),
+    ("engines.serve", ["--port", "{port}"], 2, "is in use"),
+    ("engines.serve", ["--model-path", "no/such/model"], 2, "does not exist"),
     ("tools.sandbox.serve", ["--port", "{port}"], 2, "is in use"),
     ("tools.sandbox.serve", ["--concurrency", "0"], 2, "--concurrency"),
     ("tools.sandbox.serve", ["--isolation", "docker"], 2, "invalid choice"),
-    ("rollout.named_models", ["smollm2"], 2, "unknown model name"),
+    ("engines.named_models", ["smollm2"], 2, "unknown model name"),
     ("trainer.run", ["env=guess-number", "turngym.output_dir=notes.txt"], 2, "is a file"),
     ("trainer.run", ["env.id=guess-numbr-v0"], 2, "did you mean guess-number-v0"),
     ("trainer.run", ["env=guess-number", "algorithm=grpoo"], 2, "grpo"),
@@ -185,8 +185,8 @@ def test_a_mistake_is_one_line_and_changes_nothing(world, capsys, cli, argv, cod
     TABLE.append((f"python -m {cli} {' '.join(argv)}", ours[0], code))
 
 
-HELPED = ["envs", "rollout.eval", "rollout.view", "rollout.serve", "tools.sandbox.serve"]
-HELPED += ["rollout.named_models", "trainer.run"]
+HELPED = ["envs", "rollout.eval", "rollout.view", "engines.serve", "tools.sandbox.serve"]
+HELPED += ["engines.named_models", "trainer.run"]
 
 
 @pytest.mark.parametrize("cli", HELPED)

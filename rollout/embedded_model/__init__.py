@@ -1,26 +1,21 @@
-"""A tiny Qwen2-style causal LM and a locally trained BPE tokenizer, built on demand and cached.
+"""Moved to `engines.embedded_model` (issue 35: the engines and named models have their own package).
 
-Nothing is downloaded: the tokenizer is trained with the `tokenizers` library on text generated
-here (`corpus.py`, `tokenizer.py`), the model is randomly initialised from a config (`model.py`). The
-result is an ordinary Hugging Face directory (`AutoTokenizer` / `AutoModelForCausalLM.from_pretrained(path)`
-work offline). The engines default to it; `python -m rollout.embedded_model [template]` builds it and
-prints the path.
-
-Two chat-template families (`templates/*.jinja`, read by `chat_templates.py`) share the same tokenizer:
-- ``"chatml"`` (default): Qwen2.5-style ChatML with tools listed in the system message, hermes
-  ``<tool_call>`` blocks for assistant tool calls and ``<tool_response>`` blocks inside user turns.
-  ``enable_thinking=False`` adds an empty ``<think>`` block after the generation prompt (Qwen3-style).
-- ``"llama3"``: Llama-3.1-style headers, tools in the first user message, tool calls as bare JSON
-  ``{"name", "parameters"}``, tool results in ``ipython`` turns.
-
-Importing this package loads no torch or transformers; building does.
+This path keeps working and warns once per process; import from `engines.embedded_model` instead.
+`python -m rollout.embedded_model` still runs; the command is now `python -m engines.embedded_model`.
+Its submodules (`model`, `tokenizer`, `corpus`, `chat_templates`) moved without a shim.
 """
 
-from __future__ import annotations
+import warnings
 
-from rollout.embedded_model.chat_templates import CHAT_TEMPLATES
-from rollout.embedded_model.model import MODEL_CONFIG, build_embedded_model
-from rollout.embedded_model.tokenizer import SPECIAL_TOKENS, STOP_TOKENS, VOCAB_SIZE
+from engines.embedded_model import (
+    CHAT_TEMPLATES,
+    MODEL_CONFIG,
+    SPECIAL_TOKENS,
+    STOP_TOKENS,
+    VOCAB_SIZE,
+    build_embedded_model,
+    main,
+)
 
 __all__ = [
     "CHAT_TEMPLATES",
@@ -32,9 +27,8 @@ __all__ = [
     "main",
 ]
 
-
-def main() -> None:
-    """`python -m rollout.embedded_model [template]`: build and print the path."""
-    import sys
-
-    print(build_embedded_model(template=sys.argv[1] if len(sys.argv) > 1 else "chatml"))
+warnings.warn(
+    "rollout.embedded_model moved to engines.embedded_model; import from there",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -1,5 +1,13 @@
-"""`python -m rollout.embedded_model [template]`: build the embedded model and print its directory."""
+"""`python -m rollout.embedded_model [template]`: moved to `python -m engines.embedded_model`; still runs."""
 
-from rollout.embedded_model import main
+import warnings
 
+from engines.embedded_model import main
+
+# Run as a command, the warning names this module (__main__), so Python shows it by default.
+warnings.warn(
+    "python -m rollout.embedded_model moved to python -m engines.embedded_model",
+    DeprecationWarning,
+    stacklevel=1,
+)
 main()

@@ -247,8 +247,8 @@ def test_the_rollout_collects_episodes_from_an_openenv_server(server):
     pytest.importorskip("transformers")
     from transformers import AutoTokenizer
 
+    from engines.embedded_model import build_embedded_model
     from rollout.collection import collect
-    from rollout.embedded_model import build_embedded_model
     from rollout.scripted_engine import ScriptedEngine
 
     tokenizer = AutoTokenizer.from_pretrained(build_embedded_model())

@@ -11,14 +11,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def model_path():
-    from rollout.embedded_model import build_embedded_model
+    from engines.embedded_model import build_embedded_model
 
     return build_embedded_model()
 
 
 @pytest.fixture(scope="session")
 def llama3_path():
-    from rollout.embedded_model import build_embedded_model
+    from engines.embedded_model import build_embedded_model
 
     return build_embedded_model(template="llama3")
 
@@ -39,7 +39,7 @@ def llama3_tokenizer(llama3_path):
 
 @pytest.fixture(scope="session")
 def hf_engine(model_path):
-    from rollout.hf_engine import HFEngine
+    from engines.hf_engine import HFEngine
 
     return HFEngine(model_path, seed=0)
 
@@ -51,9 +51,9 @@ def unused_port() -> int:
 
 @pytest.fixture(scope="session")
 def served_url(model_path):
-    """`python -m rollout.serve` in a real subprocess on a loopback port."""
+    """`python -m engines.serve` in a real subprocess on a loopback port."""
     url, proc = spawn_server(
-        ["-m", "rollout.serve", "--model-path", str(model_path)],
+        ["-m", "engines.serve", "--model-path", str(model_path)],
         ready_path="/ready",
         env={"PYTHONPATH": str(ROOT)},
         ready_s=120.0,

@@ -1,9 +1,9 @@
-"""rollout.gqa_attention: the same logits as transformers' sdpa on left-padded prefill and cached decode."""
+"""engines.gqa_attention: the same logits as transformers' sdpa on left-padded prefill and cached decode."""
 
 import torch
 from transformers import AutoModelForCausalLM
 
-from rollout.gqa_attention import NAME, use_gqa_attention
+from engines.gqa_attention import NAME, use_gqa_attention
 
 
 def _padded_batch(vocab: int):

@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import envs
-from rollout.engine import EngineRequestError
-from rollout.openai_engine import TEXT_ONLY_NOTE, OpenAIEngine
+from engines.engine import EngineRequestError
+from engines.openai_engine import TEXT_ONLY_NOTE, OpenAIEngine
 
 
 class ChatServer:

@@ -233,7 +233,7 @@ def test_tool_schemas_and_tool_call_arguments_stay_text(tokenizer):
 
 
 def test_served_text_prompt_is_plain_text(served_url, tokenizer):
-    """`rollout.serve` tokenizes a `text` prompt as text: its special-token strings are not ids."""
+    """`engines.serve` tokenizes a `text` prompt as text: its special-token strings are not ids."""
     import httpx
 
     body = {"text": ATTACK, "sampling_params": {"max_new_tokens": 0}}

@@ -284,7 +284,7 @@ def smollm2_tokenizer():
     """SmolLM2's tokenizer: from the named model's converted folder when cached, else read from its GGUF."""
     from transformers import AutoTokenizer
 
-    from rollout.named_models import RECORD, ModelSourceError, cached_model_dir, file_sha256, gguf_source
+    from engines.named_models import RECORD, ModelSourceError, cached_model_dir, file_sha256, gguf_source
 
     try:
         name, gguf_path = gguf_source("smollm2-135m-instruct")

@@ -47,7 +47,7 @@ def test_plugin_loads_through_verls_hook_in_a_fresh_process():
 
 @pytest.fixture(scope="module")
 def server():
-    from rollout.embedded_model import build_embedded_model
+    from engines.embedded_model import build_embedded_model
     from trainer.cpu.hf_rollout import HFRolloutServer
 
     path = str(build_embedded_model())
@@ -79,7 +79,7 @@ def test_generate_returns_tokens_and_logprobs_matching_the_model(server):
 
 
 def test_server_honours_stop_tokens_and_says_why_it_stopped(server):
-    from rollout.hf_engine import HFEngine
+    from engines.hf_engine import HFEngine
 
     assert isinstance(server.engine, HFEngine)  # one sampler: the actor wraps rollout's engine
 

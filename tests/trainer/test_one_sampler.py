@@ -32,7 +32,7 @@ class _ServerManagerCalls:
 
 @pytest.fixture(scope="module")
 def model_path():
-    from rollout.embedded_model import build_embedded_model
+    from engines.embedded_model import build_embedded_model
 
     return str(build_embedded_model())
 
@@ -45,7 +45,7 @@ def tokenizer(model_path):
 
 
 def _both_sides(model_path, tokenizer, concurrency: int, sampling_params: dict):
-    from rollout.hf_engine import HFEngine
+    from engines.hf_engine import HFEngine
     from trainer.cpu.hf_rollout import HFRolloutServer
 
     config = SimpleNamespace(prompt_length=512, response_length=96, max_model_len=None, seed=SEED)

@@ -6,8 +6,8 @@ import pytest
 from transformers import AutoTokenizer
 
 import envs
+from engines.embedded_model import build_embedded_model
 from rollout.chat_format import ChatFormat
-from rollout.embedded_model import build_embedded_model
 from trainer.compose import ConfigError
 from trainer.datasets import write_datasets
 from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout.embedded_model import build_embedded_model
+from engines.embedded_model import build_embedded_model
 from trainer.compose import compose_config, env_entries
 from trainer.expert_demos import expert_episode, write_demonstrations
 
