@@ -1,5 +1,5 @@
 """One serving layer for every turngym HTTP server: the env server (`python -m envs serve`), the sandbox
-server (`python -m tools.sandbox.serve`) and the model server (`python -m rollout.serve`).
+server (`python -m tools.sandbox.serve`) and the model server (`python -m engines.serve`).
 
 The pieces they share, one of each:
 
