@@ -31,7 +31,7 @@ DEFAULT_BUDGETS = EpisodeBudgets(max_response_tokens=512, max_turns=16, max_new_
 # The embedded tiny model's (no model given), tuned with trainer/config/embedded_model.yaml for
 # `make train`. 1152 tokens hold max_turns turns of max_new_tokens tokens each plus the env's answers
 # (a format error up to ~100 tokens of this tokenizer, a maze board ~125), so an episode ends by its
-# turn limit, not the budget (tests/trainer/test_embedded_model.py checks it); unused room costs
+# turn limit, not the budget (tests/engines/test_embedded_model.py checks it); unused room costs
 # nothing, verl's v1 trainer keeps responses unpadded. The easy games need at most 7 moves (wordle 8
 # tries): more turns only buy more format errors. Expert moves are at most 5 tokens: a reply still
 # going after 8 is cut (the env then answers it, nearly always with a format error) instead of running
@@ -41,7 +41,7 @@ EMBEDDED_MODEL_BUDGETS = EpisodeBudgets(max_response_tokens=1152, max_turns=8, m
 
 # Named models' own (engines/named_models.py): training fills them in like the others, so that
 # `rollout.eval model=<name>` compares with training. A model's trainer/config/model/<name>.yaml may set
-# them too; tests/rollout/test_named_models.py checks that the two agree. SmolLM2-135M-Instruct's guesses are 1-2 tokens:
+# them too; tests/engines/test_named_models.py checks that the two agree. SmolLM2-135M-Instruct's guesses are 1-2 tokens:
 # a reply cut at 4 (the number and a little of what follows) costs a turn instead of filling the episode.
 NAMED_MODEL_BUDGETS = {
     "smollm2-135m-instruct": EpisodeBudgets(max_response_tokens=384, max_turns=6, max_new_tokens=4),
