@@ -32,9 +32,12 @@ train: install
 
 # Turn-level GRPO on a real pretrained model (SmolLM2-135M-Instruct) from its zero-shot play, with the
 # training-only ruled-out penalty; defaults in trainer/config/model/smollm2-135m-instruct.yaml.
+# It trains with five guesses (binary search's worst case over 1..20) and is judged with six: under
+# the tighter cap, walking up one number at a time loses where searching wins.
 # Its own folder: outputs/guess-number is make train's run.
 train-real: install
-	$(BIN)/python -m trainer.run env=guess-number-shaped model=smollm2-135m-instruct algorithm=turn-grpo turngym.output_dir=outputs/guess-number-smollm2
+	$(BIN)/python -m trainer.run env=guess-number-shaped model=smollm2-135m-instruct algorithm=turn-grpo turngym.output_dir=outputs/guess-number-smollm2 \
+		actor_rollout_ref.rollout.multi_turn.max_assistant_turns=5
 
 # The same model calling tools (calculator-qa easy: `calculator`, then `submit`). It makes no tool call
 # zero-shot, so GRPO's groups would all score alike: a short supervised start on the env's scripted

@@ -264,6 +264,9 @@ def run(
 # training's shaping (no ruled-out penalty, no revealed range), text moves, sampled at temperature 1.
 PLAIN_ENV = ["env=guess-number-v0", "env.difficulty=easy", "env.action_tool=false"]
 HELD_OUT_SEED = 2_000_000  # far from training's seeds (0..) and validation's (1000000..)
+# Every model and baseline gets six guesses, whatever cap the run trained with: a run that trains
+# under a tighter cap is still judged on the same game as the others.
+HELD_OUT_TURNS = 6
 REAL_MODEL = "smollm2-135m-instruct"
 
 
@@ -278,6 +281,7 @@ def held_out_eval(model: str, out: Path, episodes: int, label: str) -> Path:
         f"model={model}",
         f"n={episodes}",
         f"seed={HELD_OUT_SEED}",
+        f"max_turns={HELD_OUT_TURNS}",
         "temperature=1.0",
         "--save",
         str(saved),
@@ -335,8 +339,6 @@ def real_model_criterion(rows: dict[str, dict[str, float]]) -> tuple[bool, str]:
 
 def print_held_out(out: Path, episodes: int, evaluate: bool) -> bool:
     """Zero-shot and trained model on the plain env's held-out seeds beside the trivial players."""
-    from omegaconf import OmegaConf
-
     from rollout.baseline_table import format_comparison
 
     saved = {"zero-shot": out / "held_out_zero-shot.jsonl", "trained": out / "held_out_trained.jsonl"}
@@ -349,9 +351,7 @@ def print_held_out(out: Path, episodes: int, evaluate: bool) -> bool:
     if missing:
         print(f"no held-out evaluation to summarize ({', '.join(missing)} missing)")
         return False
-    config = OmegaConf.load(out / "config.yaml")
-    max_turns = int(OmegaConf.select(config, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns"))
-    rows = held_out_rows(saved, max_turns)
+    rows = held_out_rows(saved, HELD_OUT_TURNS)
     seeds = int(rows["trained"]["episodes"])
     print(
         f"held-out: the plain game ({' '.join(PLAIN_ENV)}), {seeds} seeds from {HELD_OUT_SEED}, temperature 1"
