@@ -257,7 +257,10 @@ def test_many_processes_share_one_memory_bound():
     sb = LocalSandbox(timeout_s=20, memory_mb=256)
     r, w = _watch(sb, MANY_PROCESSES)
     assert w.peak_cgroup_memory <= 256 * MB
-    assert w.peak_rss < 300 * MB  # 12 x 180 MB would be 2.1 GB
+    # The outside sum reads one process after another while children are killed and replaced, so it can
+    # add pages that never coexisted (348 MB seen once under a 256 MB cgroup). An escape from the bound
+    # would show 12 x 180 MB = 2.1 GB; 512 MB still tells the two apart by 4x.
+    assert w.peak_rss < 512 * MB
     assert r.status in ("ok", "error")
 
 
