@@ -109,8 +109,8 @@ def bench_overhead(n_episodes: int, max_new_tokens: int) -> None:
 def bench_assembly(n_episodes: int, turns: int) -> None:
     from transformers import AutoTokenizer
 
+    from chat.format import ChatFormat
     from engines.embedded_model import build_embedded_model
-    from rollout.chat_format import ChatFormat
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.scripted_engine import ScriptedEngine
 

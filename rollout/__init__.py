@@ -18,7 +18,7 @@ _EXPORTS = {
     "SGLangEngine": "engines.sglang_engine",
     "ScriptedEngine": "rollout.scripted_engine",
     "EngineOpponent": "rollout.engine_opponent",
-    "ChatFormat": "rollout.chat_format",
+    "ChatFormat": "chat.format",
     "Trajectory": "rollout.trajectory",
     "TrajectoryBatch": "rollout.trajectory",
     "EpisodeConfig": "rollout.episode",
@@ -52,11 +52,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from chat.format import ChatFormat
     from engines.engine import Engine, EngineError, Generation, SamplingParams
     from engines.hf_engine import HFEngine
     from engines.sglang_engine import SGLangEngine
     from rollout.agent_loop import TurnGymAgentLoop
-    from rollout.chat_format import ChatFormat
     from rollout.collection import acollect, collect, summarize
     from rollout.dataproto import to_dataproto
     from rollout.engine_opponent import EngineOpponent

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from chat.engine import Engine, chat_kwargs
+from chat.format import ChatFormat
 from common.run_sync import run_sync
 from envs.protocol import EnvProtocol
-from rollout.chat_format import ChatFormat
 
 _request_ids = itertools.count()
 

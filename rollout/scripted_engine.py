@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from chat.format import ChatFormat
 from engines.engine import EngineError, Generation, SamplingParams
-from rollout.chat_format import ChatFormat
 
 Script = Callable[[int, random.Random], "dict | str"]
 

@@ -183,6 +183,7 @@ SHIMS = {
     "rollout.embedded_model": "engines.embedded_model",
     "rollout.checkpoint_export": "engines.checkpoint_export",
     "rollout.serve": "engines.serve",
+    "rollout.chat_format": "chat.format",
 }
 
 

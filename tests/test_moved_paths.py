@@ -14,6 +14,7 @@ MOVED = [
     ("envs.remote.server", "envs.server.app"),
     ("tools.calls", "chat.calls"),
     ("tools.chat_encoding", "chat.encoder"),
+    ("rollout.chat_format", "chat.format"),
 ]
 
 

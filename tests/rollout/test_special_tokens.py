@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import envs
 import interactions
 from chat.encoder import ChatEncoder, special_token_strings
-from rollout.chat_format import ChatFormat
+from chat.format import ChatFormat
 from rollout.engine_opponent import EngineOpponent
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from rollout.chat_format import ChatFormat
+from chat.format import ChatFormat
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
 
