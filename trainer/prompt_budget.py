@@ -26,35 +26,65 @@ def longest_prompts(
     rows: Iterable[dict[str, Any]], tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None
 ) -> dict[str, tuple[int, int]]:
     """For each env id in `rows`: (token count, seed) of its longest opening prompt, tools included."""
-    import envs
-    from rollout.chat_format import ChatFormat
-    from rollout.episode_row import EpisodeRow, encode_kwargs
-    from rollout.tool_prompt import place_tools, template_renders_tools
+    from rollout.episode_row import EpisodeRow
+    from rollout.opening_prompt import OpeningPrompt
 
-    formats: dict[tuple[str, str], tuple[ChatFormat, list[dict]]] = {}
+    tools_of: dict[Any, list[dict]] = {}
+    last: dict[Any, OpeningPrompt] = {}
     longest: dict[str, tuple[int, int]] = {}
     for row in rows:
         episode = EpisodeRow.from_row(row)
-        env_id = episode.env_id
-        key = (env_id, encode_kwargs(episode.env_kwargs))
-        if key not in formats:
-            # Tool schemas depend on the env and its kwargs, not on the seed: one env per kind.
-            env = envs.make(env_id, **episode.env_kwargs)
-            try:
-                tools = list(env.tool_schemas)
-            finally:
-                env.close()
-            # As the rollout does: a template that renders no tools gets them in the system message.
-            listed = tools if tools and not template_renders_tools(tokenizer, chat_template_kwargs) else []
-            formats[key] = (ChatFormat(tokenizer, None if listed else tools, chat_template_kwargs), listed)
-        fmt, listed = formats[key]
-        messages = [{"role": m["role"], "content": m["content"]} for m in episode.prompt]
-        if listed:
-            messages, _ = place_tools(tokenizer, messages, listed, chat_template_kwargs)
-        n_tokens = len(fmt.prompt_ids(messages))
-        if n_tokens > longest.get(env_id, (-1, 0))[0]:
-            longest[env_id] = (n_tokens, int(episode.seed or 0))
+        n_tokens = len(
+            row_opening_prompt(episode, tokenizer, chat_template_kwargs, tools_of, last).prompt_ids
+        )
+        if n_tokens > longest.get(episode.env_id, (-1, 0))[0]:
+            longest[episode.env_id] = (n_tokens, int(episode.seed or 0))
     return longest
+
+
+def row_opening_prompt(
+    episode: Any,
+    tokenizer: Any,
+    chat_template_kwargs: dict[str, Any] | None = None,
+    tools_of: dict[Any, list[dict]] | None = None,
+    last: dict[Any, Any] | None = None,
+) -> Any:
+    """The opening prompt (`rollout.opening_prompt.OpeningPrompt`) the rollout builds for a dataset row.
+
+    Args:
+        episode: the row, as an `EpisodeRow`; its stored ``prompt`` is the env's opening for its seed.
+        tokenizer: the policy's tokenizer.
+        chat_template_kwargs: the template arguments the rollout renders with.
+        tools_of: tool schemas by kind of episode, filled here (one env made per kind).
+        last: the last opening by kind of episode, filled here (its ChatFormat is reused).
+
+    Returns:
+        What `rollout.opening_prompt.opening_prompt` returns for the row's messages and its env's tools.
+    """
+    import envs
+    from rollout.episode_row import encode_kwargs
+    from rollout.opening_prompt import opening_prompt
+
+    tools_of = {} if tools_of is None else tools_of
+    last = {} if last is None else last
+    key = (episode.env_id, encode_kwargs(episode.env_kwargs))
+    if key not in tools_of:
+        # Tool schemas depend on the env and its kwargs, not on the seed.
+        env = envs.make(episode.env_id, **episode.env_kwargs)
+        try:
+            tools_of[key] = list(env.tool_schemas)
+        finally:
+            env.close()
+    messages = [{"role": m["role"], "content": m["content"]} for m in episode.prompt]
+    previous = last.get(key)
+    last[key] = opening_prompt(
+        tokenizer,
+        messages,
+        tools_of[key],
+        chat_template_kwargs=chat_template_kwargs,
+        reuse=previous.format if previous is not None else None,
+    )
+    return last[key]
 
 
 def check_prompt_budget(

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from transformers import AutoTokenizer
 
 import envs
 from engines.embedded_model import build_embedded_model
-from rollout.chat_format import ChatFormat
+from rollout.episode import EpisodeConfig, run_episode
+from rollout.episode_row import EpisodeRow
+from rollout.opening_prompt import opening_prompt
+from rollout.scripted_engine import ScriptedEngine
 from trainer.compose import ConfigError
-from trainer.datasets import write_datasets
-from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length
+from trainer.datasets import rows_for_episodes, write_datasets
+from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length, row_opening_prompt
 
 MIX = [
     {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}},
@@ -31,9 +36,31 @@ def test_measures_what_the_rollout_renders(tmp_path, model_path):
     for env_id, (n_tokens, seed) in longest.items():
         env = envs.make(env_id, **MIX[[m["id"] for m in MIX].index(env_id)]["kwargs"])
         messages, _ = env.reset(seed=seed)
-        assert n_tokens == len(ChatFormat(tokenizer, env.unwrapped.tool_schemas).prompt_ids(messages))
+        assert n_tokens == len(opening_prompt(tokenizer, messages, env.tool_schemas).prompt_ids)
     # calculator-qa renders its tool schemas into the prompt; they make it the longer one.
     assert longest["calculator-qa-v0"][0] > longest["guess-number-v0"][0]
+
+
+@pytest.mark.parametrize("template", ["chatml", "llama3"])
+def test_the_budget_measures_the_ids_run_episode_sends(template):
+    """A game, a tool env and a conversation: the budget's ids for a row are the rollout's prompt ids."""
+    tokenizer = AutoTokenizer.from_pretrained(build_embedded_model(template=template))
+    episodes = [
+        ("guess-number-v0", 5, {"difficulty": "easy"}),
+        ("calculator-qa-v0", 6, {}),
+        ("math-tutor-v0", 7, {}),
+    ]
+    for env_id, seed, kwargs in episodes:
+        (row,) = rows_for_episodes([(env_id, seed, kwargs)], "train")
+        measured = row_opening_prompt(EpisodeRow.from_row(row), tokenizer).prompt_ids
+        engine = ScriptedEngine(tokenizer, lambda turn, rng: "7")
+        traj = asyncio.run(
+            run_episode(
+                envs.make(env_id, **kwargs), engine, tokenizer, seed=seed, config=EpisodeConfig(max_turns=1)
+            )
+        )
+        assert not traj.failed, traj.error
+        assert measured == traj.prompt_ids, env_id
 
 
 def test_too_small_a_budget_names_env_seed_and_what_is_needed(tmp_path, model_path):
