@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, TypeVar
 
-from chat.encoder import ChatEncoder
-from chat.engine import Engine, chat_kwargs
+from chat.engine import Engine
 from chat.message import Message
 from common.run_sync import run_sync
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
+from interactions.model_participant import ModelParticipant
 
 T = TypeVar("T")
 
@@ -19,7 +18,6 @@ DEFAULT_INSTRUCTIONS = (
     "Persona: {persona}\nYour goal: {goal}\n"
     "When your goal has been fully met, end your message with {done_marker}."
 )
-_request_ids = itertools.count()
 
 
 class LLMUser(Interaction):
@@ -32,6 +30,9 @@ class LLMUser(Interaction):
     tokenizer with a chat template, or the path of one (loaded offline). `persona`/`goal` may also come
     per episode through `episode_info`. The user is done when it writes `done_marker` (that counts as
     success) or after `max_turns` replies. Tool messages are not shown to the user.
+
+    The model behind it is a `ModelParticipant` (`self.model`, shared with the game opponents): what is
+    the user's own is the persona prompt, the swapped roles and what an empty reply means (`"..."`).
     """
 
     def __init__(
@@ -48,22 +49,20 @@ class LLMUser(Interaction):
         max_turns: int | None = None,
         done_marker: str = "[DONE]",
     ):
-        if not callable(getattr(engine, "generate", None)):
-            raise TypeError(f"engine must have an async `generate` method, got {type(engine).__name__}")
-        if isinstance(tokenizer, str):
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
-        self.engine = engine
-        self.tokenizer = tokenizer
-        self.chat = ChatEncoder(tokenizer)
+        self.model = ModelParticipant(
+            engine,
+            tokenizer,
+            name="LLMUser",
+            request_prefix="llm-user",
+            sampling_params=sampling_params,
+            max_new_tokens=max_new_tokens,
+            on_empty_reply='the user says "..."',
+        )
+        self.engine, self.tokenizer = self.model.engine, self.model.tokenizer
+        self.chat = self.model.format.chat
+        self.sampling_params = self.model.sampling_params
         self.persona, self.goal, self.opening = persona, goal, opening
         self.instructions = instructions
-        self.sampling_params = {
-            "temperature": 1.0,
-            **(sampling_params or {}),
-            "max_new_tokens": max_new_tokens,
-        }
         self.max_turns = max_turns
         self.done_marker = done_marker
         self._begin({})
@@ -104,24 +103,16 @@ class LLMUser(Interaction):
         return InteractionReply(text, 0.0, done, {**meta, "user_turns": self.turns})
 
     async def _generate(self, messages: list[Message], seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        reply = await self.model.reply(self._conversation(messages), seed=seed)
+        self.generated_tokens += len(reply.token_ids)
+        meta = {"user_tokens": len(reply.token_ids), "user_stop_reason": reply.stop_reason}
+        return reply.text or "...", meta
+
+    def _conversation(self, messages: list[Message]) -> list[Message]:
         conversation = [{"role": "system", "content": self.system_prompt()}, *swap_roles(messages)]
         if len(conversation) == 1:
             conversation.append({"role": "user", "content": "(The assistant is waiting for you to start.)"})
-        prompt_ids = self.encode(conversation)
-        params = dict(self.sampling_params)
-        if seed is not None:
-            params.setdefault("seed", seed)
-        out = await self.engine.generate(
-            f"llm-user-{next(_request_ids)}",
-            prompt_ids=prompt_ids,
-            sampling_params=params,
-            **chat_kwargs(self.engine, conversation),
-        )
-        token_ids = list(getattr(out, "token_ids", None) or [])
-        self.generated_tokens += len(token_ids)
-        text = self.tokenizer.decode(token_ids, skip_special_tokens=True).strip()
-        meta = {"user_tokens": len(token_ids), "user_stop_reason": getattr(out, "stop_reason", None)}
-        return text or "...", meta
+        return conversation
 
     def encode(self, conversation: list[Message]) -> list[int]:
         """Prompt ids for the role-playing model: the chat template with a generation prompt.
@@ -129,7 +120,7 @@ class LLMUser(Interaction):
         Contents are plain text (the agent's replies are in them): only the template's markup becomes
         special ids, so the agent cannot write a system turn into this prompt.
         """
-        return self.chat.encode_chat(conversation, add_generation_prompt=True)
+        return self.model.prompt(conversation).ids
 
     def finish(self, outcome: dict[str, Any] | None = None) -> InteractionOutcome:
         """Success when the user said its goal was met."""
