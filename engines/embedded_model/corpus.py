@@ -7,6 +7,8 @@ import json
 import random
 from functools import cache
 
+from chat.calls.formats import write_calls
+
 
 def corpus(seed: int = 0, n_lines: int = 6000) -> list[str]:
     """Generated game/chat/tool-call text the tokenizer learns its merges from."""
@@ -152,8 +154,7 @@ def corpus(seed: int = 0, n_lines: int = 6000) -> list[str]:
             lines.append(sent.capitalize() + rng.choice([".", "?", "!", ":", ""]))
         elif kind < 0.65:
             args = {rng.choice(words): rng.choice([rng.randint(0, 999), rng.choice(words)])}
-            call = {"name": rng.choice(names), "arguments": args}
-            lines.append("<tool_call>\n" + json.dumps(call) + "\n</tool_call>")
+            lines.append(write_calls([(rng.choice(names), args)], "hermes"))
         elif kind < 0.8:
             lines.append(
                 " ".join(str(rng.randint(0, 10 ** rng.randint(1, 4))) for _ in range(rng.randint(1, 8)))
