@@ -26,6 +26,9 @@ from chat.render_deadline import RENDER_TIMEOUT_S, bounded_render
 
 log = logging.getLogger(__name__)
 
+#: The call format the listed tools are called in: the one `chat.calls` parses by default.
+LISTED_FORMAT = "hermes"
+
 _PROBE_NAME = "turngym_probe_tool"
 _PROBE_TOOL = {
     "type": "function",
@@ -82,13 +85,13 @@ def default_system_prompt(tokenizer: Any, chat_template_kwargs: dict[str, Any] |
 def tools_system_text(tools: list[dict]) -> str:
     """The tools block added to the system message: one JSON schema a line, then the call format."""
     lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-    hermes = get_format("hermes").markers
-    example = write_calls([("function name", {"argument": "value"})], "hermes")
+    markers = get_format(LISTED_FORMAT).markers
+    example = write_calls([("function name", {"argument": "value"})], LISTED_FORMAT)
     return (
         "# Tools\n\n"
         "You can call the functions listed in <tools></tools>, one JSON schema a line:\n"
         f"<tools>\n{lines}\n</tools>\n\n"
-        f"To call one, write a JSON object with its name and arguments in {hermes.opens[0]}{hermes.close} tags:\n"
+        f"To call one, write a JSON object with its name and arguments in {markers.opens[0]}{markers.close} tags:\n"
         + example
     )
 
@@ -119,9 +122,10 @@ def place_tools(
         _warned.add(key)
         log.warning(
             "the chat template renders no tools: the %d tool schemas go into the system message "
-            "(hermes %s format), see docs/rollout.md",
+            "(%s %s format), see docs/rollout.md",
             len(tools),
-            get_format("hermes").markers.opens[0],
+            LISTED_FORMAT,
+            get_format(LISTED_FORMAT).markers.opens[0],
         )
     block = tools_system_text(tools)
     out = [dict(m) for m in messages]
