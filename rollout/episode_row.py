@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from rollout.episode_kind import EpisodeKind
+
 AGENT_NAME = "turngym"
 
 
@@ -101,6 +103,8 @@ class EpisodeRow:
     True
     >>> EpisodeRow.from_row({**cols, "turngym_difficulty": "hard"}).play_kwargs()
     {'difficulty': 'hard'}
+    >>> row.kind.key
+    'guess-number-v0 {"difficulty": "easy"}'
     """
 
     DATA_SOURCE: ClassVar[str] = "data_source"
@@ -209,6 +213,11 @@ class EpisodeRow:
             sampling_seed=None if _missing(sampling_seed) else int(sampling_seed),
             difficulty=None if _missing(difficulty) or not str(difficulty) else str(difficulty),
         )
+
+    @property
+    def kind(self) -> EpisodeKind:
+        """The row's kind of episode: its env id and ``env_kwargs`` (the curriculum's difficulty aside)."""
+        return EpisodeKind(self.env_id, self.env_kwargs)
 
     def play_kwargs(self) -> dict[str, Any]:
         """The kwargs to build the env with: ``env_kwargs`` with the row's ``difficulty`` over its own."""

@@ -38,6 +38,7 @@ from typing import Any
 from common.cli_errors import UsageError, check_output_file, did_you_mean, make_parent, run_cli
 from engines.named_models import EMBEDDED, is_embedded, is_model_name
 from rollout.episode_budgets import NAMED_MODEL_BUDGETS, TRAINING_KEYS, default_budgets
+from rollout.episode_kind import EpisodeKind
 
 USAGE = __doc__
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
@@ -191,36 +192,49 @@ def run_settings(model: str | None) -> dict[str, Any]:
     return settings
 
 
-def eval_plan(opts: dict[str, Any], env_kwargs: dict[str, Any], settings: dict[str, Any]) -> list[dict]:
-    """[{id, kwargs}] to evaluate, every id checked and every env built once (before any model loads)."""
+def eval_plan(
+    opts: dict[str, Any], env_kwargs: dict[str, Any], settings: dict[str, Any]
+) -> list[EpisodeKind]:
+    """The kinds of episode to evaluate, every id checked and every env built once (before any model loads).
+
+    Args:
+        opts: the command line's options (``env``, ``model``).
+        env_kwargs: ``env.<name>=<value>`` from the command line, over every kind's own kwargs.
+        settings: a run folder's settings (`run_settings`): its ``envs`` when no ``env`` is given.
+
+    Returns:
+        One `EpisodeKind` per env to evaluate, in order.
+
+    Raises:
+        UsageError: no env given and no run to read them from, an unknown id, or kwargs the env refuses.
+    """
     import envs
 
     if "env" in opts:
-        plan = [{"id": opts["env"], "kwargs": dict(env_kwargs)}]
+        plan = [EpisodeKind(opts["env"], env_kwargs)]
     elif settings.get("envs"):
-        plan = [{"id": e["id"], "kwargs": {**e.get("kwargs", {}), **env_kwargs}} for e in settings["envs"]]
+        plan = [EpisodeKind(e["id"], {**e.get("kwargs", {}), **env_kwargs}) for e in settings["envs"]]
     else:
         raise UsageError(f"env=<id> is required: {opts['model']} is not a run folder with a run.json")
-    for entry in plan:
+    for kind in plan:
         try:
-            envs.spec(entry["id"])
+            envs.spec(kind.env_id)
         except envs.UnknownEnvError as exc:
-            raise UsageError(f"env={entry['id']}: {exc.args[0] if exc.args else exc}") from None
+            raise UsageError(f"env={kind.env_id}: {exc.args[0] if exc.args else exc}") from None
         try:
-            envs.make(entry["id"], **entry["kwargs"]).close()
+            kind.make().close()
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"env={entry['id']} with {entry['kwargs']}: {exc}") from None
+            raise UsageError(f"env={kind.env_id} with {dict(kind.kwargs)}: {exc}") from None
     return plan
 
 
-def announce_tool_placement(tokenizer: Any, plan: list[dict]) -> None:
+def announce_tool_placement(tokenizer: Any, plan: list[EpisodeKind]) -> None:
     """Before any progress bar: the one-line warning (rollout/tool_prompt.py) when the chat template
     renders no tools and an env of the plan has some, so it is not run into a bar's line later."""
-    import envs
     from rollout.tool_prompt import place_tools
 
-    for entry in plan:
-        env = envs.make(entry["id"], **entry["kwargs"])
+    for kind in plan:
+        env = kind.make()
         try:
             tools = list(env.tool_schemas)
         finally:
@@ -300,18 +314,19 @@ def save_trajectories(
     path: str,
     model: str | None,
     tokenizer: str,
-    env_kwargs: dict[str, dict[str, Any]] | None = None,
+    kinds: list[EpisodeKind] | None = None,
     max_turns: int | None = None,
 ) -> None:
     """JSONL with the model and tokenizer on every line, so `rollout.view` decodes with the right one, and
-    the env's kwargs (by env id) and the turn cap, so its random and expert rows play what the model played."""
+    each episode's env kwargs (`kinds`, one per trajectory) and the turn cap, so its random and expert rows
+    play what the model played."""
     with open(make_parent(path), "w", encoding="utf-8") as f:
-        for t in trajectories:
+        for index, t in enumerate(trajectories):
             record = t.to_dict()
             record["model"] = model
             record["tokenizer"] = tokenizer
-            if env_kwargs is not None and t.env_id in env_kwargs:
-                record["env_kwargs"] = env_kwargs[t.env_id]
+            if kinds is not None:
+                record["env_kwargs"] = dict(kinds[index].kwargs)
             if max_turns is not None:
                 record["max_turns"] = max_turns
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -376,9 +391,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     sampling = {k: opts[k] for k in ("temperature", "top_p", "top_k") if k in opts}
     sampling.setdefault("temperature", 1.0)
     everything: list = []
+    kinds: list[EpisodeKind] = []  # each saved trajectory's kind (one env id may be played with two kwargs)
     summary: dict[str, float] = {}
-    for entry in plan:
-        bar = tqdm(total=n, desc=f"{entry['id']} ({opts.get('engine', 'hf')})", unit="ep")
+    for kind in plan:
+        bar = tqdm(total=n, desc=f"{kind.env_id} ({opts.get('engine', 'hf')})", unit="ep")
 
         def tick(traj, bar=bar):
             bar.update(1)
@@ -387,14 +403,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         t0 = time.perf_counter()
         batch = asyncio.run(
             acollect(
-                entry["id"],
+                kind.env_id,
                 engine,
                 tokenizer,
                 n,
                 group_size=int(opts.get("group", 1)),
                 concurrency=int(opts.get("concurrency", 64)),
                 seed=int(opts.get("seed", 0)),
-                env_kwargs=entry["kwargs"],
+                env_kwargs=dict(kind.kwargs),
                 sampling_params=sampling,
                 config=cfg,
                 on_episode=tick,
@@ -404,23 +420,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         bar.close()
         summary = summarize(batch)
         if len(plan) > 1:
-            print(f"{entry['id']} {entry['kwargs'] or ''}")
+            print(kind.key)
         print(format_summary(summary, wall))
         if opts.get("baselines", True):
             seeds = sorted({t.seed for t in [*batch, *batch.failed] if t.seed is not None})
-            rows = {"model": summary, **baseline_rows(entry["id"], seeds, entry["kwargs"], cfg.max_turns)}
+            rows = {"model": summary, **baseline_rows(kind.env_id, seeds, dict(kind.kwargs), cfg.max_turns)}
             if len(rows) > 1:
                 print(f"\nthe model beside the env's trivial players, on the same {len(seeds)} seeds:")
                 print(format_comparison(rows))
             summary.update({f"{p}/{k}": v for p, row in rows.items() if p != "model" for k, v in row.items()})
         for t in batch.failed[:3]:
             print(f"failed episode (seed {t.seed}): {t.error}", file=sys.stderr)
-        everything += list(batch) + list(batch.failed)
+        played = list(batch) + list(batch.failed)
+        everything += played
+        kinds += [kind] * len(played)
     if save:
-        kwargs_by_env = {entry["id"]: entry["kwargs"] for entry in plan}
-        save_trajectories(
-            everything, save, opts.get("model"), str(tokenizer_path), kwargs_by_env, cfg.max_turns
-        )
+        save_trajectories(everything, save, opts.get("model"), str(tokenizer_path), kinds, cfg.max_turns)
         print(f"saved {len(everything)} trajectories to {save} (view: python -m rollout.view {save})")
     return summary
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from rollout.episode_budgets import TRAINING_KEYS, default_budgets
+from rollout.episode_kind import EpisodeKind
 from trainer.config_error import ConfigError
 from trainer.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
 
@@ -237,25 +237,24 @@ def check_verl_sizes(cfg: DictConfig, with_critic: bool = False) -> None:
 def check_env_kwargs(cfg: DictConfig, entries: list[dict]) -> None:
     """Every env of the mixture can be built with its kwargs (``env.kwargs.*`` included); ConfigError in
     one line naming the env, the kwargs and, for a group, how to give kwargs to one env alone."""
-    import envs
     from common.cli_errors import one_line
 
     given = OmegaConf.to_container(cfg.env.kwargs) or {}
     for entry in entries:
+        kind = EpisodeKind.from_entry(entry)
         try:
-            envs.make(entry["id"], **entry["kwargs"]).close()
+            kind.make().close()
         except Exception as exc:  # noqa: BLE001 - any constructor error is the user's setting, in one line
             where = (
                 "" if cfg.env.id else f" (group {cfg.env.name}; env.kwargs.* apply to every env of a group)"
             )
             alone = (
-                f"; for one env alone use env.id={entry['id']} env.kwargs.<key>=<value>"
+                f"; for one env alone use env.id={kind.env_id} env.kwargs.<key>=<value>"
                 if given and not cfg.env.id
                 else ""
             )
             raise ConfigError(
-                f"env {entry['id']}{where} cannot be built with kwargs "
-                f"{json.dumps(entry['kwargs'], sort_keys=True, default=str)}: "
+                f"env {kind.env_id}{where} cannot be built with kwargs {kind.kwargs_json}: "
                 f"{one_line(exc)}{alone}"
             ) from None
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from rollout.episode_kind import EpisodeKind
 from rollout.episode_row import AGENT_NAME, EpisodeRow
 
 __all__ = [
@@ -64,10 +65,8 @@ def opening_prompts(episodes: Iterable[tuple[str, int, dict]]) -> list[list[dict
 
 def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> list[dict[str, Any]]:
     """n dataset rows with seeds seed_base, seed_base+1, ...; envs drawn from the weighted mixture."""
-    episodes = [
-        (entry["id"], seed_base + index, dict(entry.get("kwargs") or {}))
-        for index, entry in enumerate(assign_envs(entries, n, seed=seed_base))
-    ]
+    kinds = [EpisodeKind.from_entry(entry) for entry in assign_envs(entries, n, seed=seed_base)]
+    episodes = [(kind.env_id, seed_base + index, dict(kind.kwargs)) for index, kind in enumerate(kinds)]
     return rows_for_episodes(episodes, split)
 
 

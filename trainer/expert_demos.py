@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-Episode = tuple[list[dict], list[dict], float]
+#: A played demonstration: (its messages, the env's tool schemas, its total reward).
+Demo = tuple[list[dict], list[dict], float]
 # A reply without a move: the format error a model that talks instead of playing makes.
 TALK_REPLY = "Let me think."
 # Enough error -> talk pairs to show that a talker keeps talking, fewer tokens than an expert's game.
@@ -39,7 +40,7 @@ def demonstrator_problem(noise: float, expert_share: float, other_player: str) -
 
 def play_episode(
     env_id: str, env_kwargs: dict, seed: int, move: Callable[[Any], str], max_turns: int
-) -> Episode:
+) -> Demo:
     """Play one episode, `move(env.unwrapped)` choosing each reply: (messages, tool schemas, total reward)."""
     import envs
 
@@ -62,9 +63,7 @@ def play_episode(
         env.close()
 
 
-def expert_episode(
-    env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32, noise: float = 0.0
-) -> Episode:
+def expert_episode(env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32, noise: float = 0.0) -> Demo:
     """Play one episode with the env's scripted expert: (messages, tool schemas, total reward).
 
     With `noise` > 0 the demonstrator is epsilon-greedy: each move is the env's `random_action`
@@ -80,7 +79,7 @@ def expert_episode(
     return play_episode(env_id, env_kwargs, seed, move, max_turns)
 
 
-def talker_episode(env_id: str, env_kwargs: dict, seed: int) -> Episode:
+def talker_episode(env_id: str, env_kwargs: dict, seed: int) -> Demo:
     """An episode of a player who answers every turn with `TALK_REPLY`: (messages, tool schemas, total reward)."""
     return play_episode(env_id, env_kwargs, seed, lambda game: TALK_REPLY, TALK_TURNS)
 
@@ -110,6 +109,7 @@ def write_demonstrations(
         raise ValueError(problem)
     import pandas as pd
 
+    from rollout.episode_kind import EpisodeKind
     from trainer.datasets import assign_envs
 
     rows, returns, expert_episodes = [], [], 0
@@ -117,20 +117,21 @@ def write_demonstrations(
         # Evenly spread rather than drawn: the count is exact for any number of episodes.
         by_expert = math.floor((index + 1) * expert_share) > math.floor(index * expert_share)
         expert_episodes += by_expert
-        kwargs = dict(entry.get("kwargs") or {})
+        kind = EpisodeKind.from_entry(entry)
+        kwargs = dict(kind.kwargs)
         if by_expert:
-            convo, tools, total = expert_episode(entry["id"], kwargs, seed + index, noise=noise)
+            convo, tools, total = expert_episode(kind.env_id, kwargs, seed + index, noise=noise)
         elif other_player == "random":  # noise 1: every move is random_action
-            convo, tools, total = expert_episode(entry["id"], kwargs, seed + index, noise=1.0)
+            convo, tools, total = expert_episode(kind.env_id, kwargs, seed + index, noise=1.0)
         else:
-            convo, tools, total = talker_episode(entry["id"], kwargs, seed + index)
+            convo, tools, total = talker_episode(kind.env_id, kwargs, seed + index)
         rows.append(
             {
                 "messages": [_sft_message(m) for m in convo],
                 # JSON text: parquet would merge the schemas of different tools into one struct
                 # (adding null fields); trainer.expert_sft_dataset decodes it.
                 "tools": json.dumps(tools) if with_tools and tools else None,
-                "env_id": entry["id"],
+                "env_id": kind.env_id,
                 "seed": seed + index,
             }
         )

@@ -8,13 +8,13 @@ beside the model's first and last validation, each with its 95 % Wilson interval
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from envs.baseline_players import PLAYERS, play_baseline
 from envs.success_interval import wilson_interval
+from rollout.episode_kind import EpisodeKind
 from trainer.behaviour_metrics import validation_success
 
 
@@ -37,14 +37,14 @@ def baseline_success(
     episodes: list[tuple[str, int, dict[str, Any]]], max_turns: int | None
 ) -> dict[str, tuple[int, int]]:
     """{player: (successes, episodes)} of each trivial player every env here has, on these episodes."""
-    by_env: dict[tuple[str, str], list[int]] = defaultdict(list)
+    by_kind: dict[EpisodeKind, list[int]] = defaultdict(list)
     for env_id, seed, kwargs in episodes:
-        by_env[env_id, json.dumps(kwargs, sort_keys=True)].append(seed)
+        by_kind[EpisodeKind(env_id, kwargs)].append(seed)
     out: dict[str, tuple[int, int]] = {}
     for player in PLAYERS:
         wins = played = 0
-        for (env_id, kwargs), seeds in by_env.items():
-            result = play_baseline(env_id, player, seeds, json.loads(kwargs), max_turns)
+        for kind, seeds in by_kind.items():
+            result = play_baseline(kind.env_id, player, seeds, dict(kind.kwargs), max_turns)
             if result is None:
                 break
             wins, played = wins + result.successes, played + result.episodes

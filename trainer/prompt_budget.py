@@ -16,6 +16,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rollout.episode_kind import EpisodeKind
+from rollout.episode_row import EpisodeRow
+from rollout.opening_prompt import OpeningPrompt, opening_prompt
 from trainer.compose import ConfigError
 
 AUTO = "auto"
@@ -26,11 +29,8 @@ def longest_prompts(
     rows: Iterable[dict[str, Any]], tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None
 ) -> dict[str, tuple[int, int]]:
     """For each env id in `rows`: (token count, seed) of its longest opening prompt, tools included."""
-    from rollout.episode_row import EpisodeRow
-    from rollout.opening_prompt import OpeningPrompt
-
-    tools_of: dict[Any, list[dict]] = {}
-    last: dict[Any, OpeningPrompt] = {}
+    tools_of: dict[EpisodeKind, list[dict]] = {}
+    last: dict[EpisodeKind, OpeningPrompt] = {}
     longest: dict[str, tuple[int, int]] = {}
     for row in rows:
         episode = EpisodeRow.from_row(row)
@@ -43,13 +43,13 @@ def longest_prompts(
 
 
 def row_opening_prompt(
-    episode: Any,
+    episode: EpisodeRow,
     tokenizer: Any,
     chat_template_kwargs: dict[str, Any] | None = None,
-    tools_of: dict[Any, list[dict]] | None = None,
-    last: dict[Any, Any] | None = None,
-) -> Any:
-    """The opening prompt (`rollout.opening_prompt.OpeningPrompt`) the rollout builds for a dataset row.
+    tools_of: dict[EpisodeKind, list[dict]] | None = None,
+    last: dict[EpisodeKind, OpeningPrompt] | None = None,
+) -> OpeningPrompt:
+    """The opening prompt the rollout builds for a dataset row.
 
     Args:
         episode: the row, as an `EpisodeRow`; its stored ``prompt`` is the env's opening for its seed.
@@ -61,16 +61,12 @@ def row_opening_prompt(
     Returns:
         What `rollout.opening_prompt.opening_prompt` returns for the row's messages and its env's tools.
     """
-    import envs
-    from rollout.episode_row import encode_kwargs
-    from rollout.opening_prompt import opening_prompt
-
     tools_of = {} if tools_of is None else tools_of
     last = {} if last is None else last
-    key = (episode.env_id, encode_kwargs(episode.env_kwargs))
+    key = episode.kind
     if key not in tools_of:
         # Tool schemas depend on the env and its kwargs, not on the seed.
-        env = envs.make(episode.env_id, **episode.env_kwargs)
+        env = key.make()
         try:
             tools_of[key] = list(env.tool_schemas)
         finally:

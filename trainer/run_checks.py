@@ -21,6 +21,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from common.cli_errors import UsageError, check_output_file
+from rollout.episode_kind import EpisodeKind
+from rollout.episode_row import decode_kwargs
 from trainer.compose import ConfigError, env_entries
 
 RUN_RECORD = "run.json"
@@ -113,17 +115,12 @@ def _env_identity(cfg: DictConfig) -> list[dict[str, Any]]:
     if source is None:
         entries = env_entries(cfg)
     else:
-        counts: dict[tuple[str, str], int] = {}
+        counts: dict[EpisodeKind, int] = {}
         for env_id, _, kwargs in read_episodes(source, "train_files"):
-            kind = (env_id, json.dumps(kwargs, sort_keys=True))
+            kind = EpisodeKind(env_id, kwargs)
             counts[kind] = counts.get(kind, 0) + 1
-        entries = [
-            {"id": i, "weight": float(n), "kwargs": json.loads(k)} for (i, k), n in sorted(counts.items())
-        ]
-    return [
-        {"id": e["id"], "weight": e["weight"], "kwargs": json.loads(json.dumps(e["kwargs"], sort_keys=True))}
-        for e in entries
-    ]
+        return [kind.entry(float(n)) for kind, n in sorted(counts.items())]
+    return [EpisodeKind.from_entry(e).entry(e["weight"]) for e in entries]
 
 
 def _data_identity(cfg: DictConfig) -> dict[str, Any] | str:
@@ -181,12 +178,12 @@ def _recorded_from_folder(cfg: DictConfig, checkpoint: Path, new: dict[str, Any]
 
         try:
             info = pd.read_parquet(train_file, columns=["extra_info"])["extra_info"]
-            held = sorted({(i["env_id"], i["env_kwargs"]) for i in info})
+            held = sorted({EpisodeKind(i["env_id"], decode_kwargs(i["env_kwargs"])) for i in info})
         except Exception:  # noqa: BLE001 - an unreadable old dataset is rewritten as before
             return seen
-        wanted = sorted({(e["id"], json.dumps(e["kwargs"], sort_keys=True)) for e in new["env"]})
+        wanted = sorted({EpisodeKind.from_entry(e) for e in new["env"]})
         if held != wanted:
-            seen["env"] = [{"id": i, "weight": 1.0, "kwargs": json.loads(k)} for i, k in held]
+            seen["env"] = [kind.entry(1.0) for kind in held]
     return seen
 
 

@@ -17,13 +17,13 @@ them) is one line naming the key, the file and the row, raised before anything i
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from common.cli_errors import did_you_mean
+from rollout.episode_kind import EpisodeKind
 from rollout.episode_row import EpisodeRow, decode_kwargs
 from trainer.compose import ConfigError
 
@@ -37,7 +37,8 @@ LAYOUT_HINT = (
     "each row needs env_id and seed, optionally env_kwargs (see docs/trainer.md, 'Your own dataset rows')"
 )
 
-Episode = tuple[str, int, dict]
+#: One row's episode: (env id, seed, env kwargs); its kind is `EpisodeKind(env_id, kwargs)`.
+SeededKind = tuple[str, int, dict]
 #: The largest seed a row may carry: what an int64 column holds (a float column once passed 1e300).
 MAX_SEED = 2**63 - 1
 
@@ -74,7 +75,7 @@ def _seed(value: Any, where: str) -> int:
     return seed
 
 
-def read_episodes(path: Path, key: str) -> list[Episode]:
+def read_episodes(path: Path, key: str) -> list[SeededKind]:
     """The ``(env_id, seed, env_kwargs)`` of every row of a user's parquet file; ConfigError in one line."""
     import pandas as pd
 
@@ -127,13 +128,13 @@ def read_episodes(path: Path, key: str) -> list[Episode]:
     return episodes
 
 
-def check_buildable(episodes: list[Episode], path: Path, key: str) -> None:
+def check_buildable(episodes: list[SeededKind], path: Path, key: str) -> None:
     """Every distinct (env id, kwargs) of the rows can be built; ConfigError naming the first row that cannot."""
     import envs
 
-    seen: set[tuple[str, str]] = set()
+    seen: set[EpisodeKind] = set()
     for index, (env_id, _, kwargs) in enumerate(episodes):
-        kind = (env_id, json.dumps(kwargs, sort_keys=True))
+        kind = EpisodeKind(env_id, kwargs)
         if kind in seen:
             continue
         seen.add(kind)
@@ -141,15 +142,15 @@ def check_buildable(episodes: list[Episode], path: Path, key: str) -> None:
             envs.make(env_id, **kwargs).close()
         except Exception as exc:  # noqa: BLE001 - bad kwargs are the user's to fix, in one line
             raise ConfigError(
-                f"data.{key}={path}: row {index}: {env_id} cannot be built with env_kwargs {kind[1]}: "
+                f"data.{key}={path}: row {index}: {env_id} cannot be built with env_kwargs {kind.kwargs_json}: "
                 f"{type(exc).__name__}: {' '.join(str(exc).split())}"
             ) from None
 
 
-def check_disjoint(train: list[Episode], val: list[Episode]) -> None:
+def check_disjoint(train: list[SeededKind], val: list[SeededKind]) -> None:
     """Validation must not replay training episodes (same env, kwargs and seed)."""
-    seen = {(e, s, json.dumps(k, sort_keys=True)) for e, s, k in train}
-    shared = [(e, s) for e, s, k in val if (e, s, json.dumps(k, sort_keys=True)) in seen]
+    seen = {(EpisodeKind(e, k), s) for e, s, k in train}
+    shared = [(e, s) for e, s, k in val if (EpisodeKind(e, k), s) in seen]
     if shared:
         env_id, seed = shared[0]
         raise ConfigError(

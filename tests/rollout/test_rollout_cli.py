@@ -6,6 +6,7 @@ import pytest
 
 from rollout import eval as rollout_eval
 from rollout import view
+from rollout.episode_kind import EpisodeKind
 from rollout.trajectory import load_jsonl
 
 
@@ -123,7 +124,7 @@ def test_eval_reads_a_runs_envs_and_budgets(tmp_path):
     settings = rollout_eval.run_settings(str(step))
     assert settings["max_response_tokens"] == 128 and settings["max_turns"] == 5
     plan = rollout_eval.eval_plan({"model": str(step)}, {"max_turns": 3}, settings)
-    assert plan == [{"id": "guess-number-v0", "kwargs": {"difficulty": "hard", "max_turns": 3}}]
+    assert plan == [EpisodeKind("guess-number-v0", {"difficulty": "hard", "max_turns": 3})]
 
 
 def test_view_marks_budget_ended_episodes_as_unsuccessful():
