@@ -266,22 +266,27 @@ def _within_context(cfg: EpisodeConfig, engine: Engine, prompt_tokens: int) -> E
 def _interpret(
     text: str, fmt: ChatFormat, has_tools: bool, strip_think: bool
 ) -> tuple[dict[str, Any], Any, int]:
-    """The assistant message to record, the action for the env, and the number of unreadable calls."""
-    clean = _THINK.sub("", text).strip() if strip_think else text
+    """The assistant message to record, the action for the env, and the number of unreadable calls.
+
+    With tools, the text is parsed here once and the env gets that parse as an `AssistantTurn` (calls,
+    and why any call could not be read), which it never parses again; without tools, the text.
+    """
     if not has_tools:
+        clean = _THINK.sub("", text).strip() if strip_think else text
         return {"role": "assistant", "content": text}, clean, 0
     from chat.calls import parse_tool_calls
+    from envs.assistant_turn import AssistantTurn
 
     parsed = parse_tool_calls(text, fmt.tool_call_format)
+    content = _THINK.sub("", parsed.content).strip() if strip_think else parsed.content
+    turn = AssistantTurn(content, tuple(parsed.tool_calls), tuple(parsed.errors))
     if parsed.errors or not parsed.tool_calls:
-        # Unreadable calls go to the env as text: it parses them again and tells the model what was wrong.
-        return {"role": "assistant", "content": text}, clean, len(parsed.errors)
-    calls = [c.to_openai() for c in parsed.tool_calls]
+        # Recorded as written: the template renders the unreadable call as the model wrote it.
+        return {"role": "assistant", "content": text}, turn, len(parsed.errors)
     # A template that renders no tool calls renders only `content`: it keeps the text as written.
     written = parsed.content if fmt.tools else text
-    message = {"role": "assistant", "content": written, "tool_calls": calls}
-    content = _THINK.sub("", parsed.content).strip() if strip_think else parsed.content
-    return message, {"role": "assistant", "content": content, "tool_calls": calls}, 0
+    calls = [c.to_openai() for c in parsed.tool_calls]
+    return {"role": "assistant", "content": written, "tool_calls": calls}, turn, 0
 
 
 def turn_sampling_seed(episode_seed: int, turn: int) -> int:

@@ -9,6 +9,9 @@ import json
 import re
 from typing import Any
 
+from chat.calls.call import ToolCall
+from envs.assistant_turn import AssistantTurn
+
 #: Version of the session protocol, in every route (`/v1/...`).
 PROTOCOL = "v1"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -49,13 +52,48 @@ def encode_action(action: Any) -> dict[str, Any]:
     """The step request body for `action`; an action JSON cannot carry is sent as its type name only.
 
     The env answers such actions with a format error naming the type, so sending the name is enough for
-    the remote env to answer exactly as the local one would.
+    the remote env to answer exactly as the local one would. A parsed turn (`AssistantTurn`) goes as an
+    assistant message with its calls and `call_errors`, which the server's env reads without parsing the
+    text again.
+
+    Args:
+        action: What `step` was given: text, an assistant message dict, an `AssistantTurn`, or anything else.
+
+    Returns:
+        The body: `{"action": ...}`, or `{"action": None, "action_type": name}`.
+
+    Example:
+        >>> from chat.calls import ToolCall
+        >>> from envs.assistant_turn import AssistantTurn
+        >>> body = encode_action(AssistantTurn("hi", (ToolCall("call_0", "guess", {"n": 5}),), ("block 2: bad",)))
+        >>> body["action"]["tool_calls"][0]["function"], body["action"]["call_errors"]
+        ({'name': 'guess', 'arguments': {'n': 5}}, ['block 2: bad'])
     """
+    if isinstance(action, AssistantTurn):
+        action = turn_message(action)
     try:
         json.dumps(action, allow_nan=True)
     except (TypeError, ValueError, RecursionError):
         return {"action": None, "action_type": type(action).__name__}
     return {"action": action}
+
+
+def turn_message(turn: AssistantTurn) -> dict[str, Any]:
+    """A parsed turn as the assistant message the server's env reads back as that turn (`call_errors` included).
+
+    A malformed turn (a call that is no `ToolCall`, errors that are no list) is sent as it is, for the
+    server's env to refuse as the local env would.
+    """
+    calls = turn.tool_calls
+    if isinstance(calls, tuple | list):
+        calls = [c.to_openai() if isinstance(c, ToolCall) else c for c in calls]
+    errors = turn.call_errors
+    return {
+        "role": "assistant",
+        "content": turn.content,
+        "tool_calls": calls,
+        "call_errors": list(errors) if isinstance(errors, tuple | list) else errors,
+    }
 
 
 def decode_action(body: dict[str, Any]) -> Any:

@@ -12,6 +12,7 @@ import random
 import pytest
 
 from chat.format import ChatFormat
+from envs.assistant_turn import AssistantTurn
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
 
@@ -118,15 +119,11 @@ class RandomChatEnv:
         self.turn += 1
         rng = self.rng
         out = []
-        calls = action.get("tool_calls", []) if isinstance(action, dict) else []
+        # With tools the rollout hands the env its parse of the reply (an AssistantTurn), else the text.
+        calls = action.tool_calls if isinstance(action, AssistantTurn) else ()
         for call in calls:
             out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call["id"],
-                    "name": call["function"]["name"],
-                    "content": _sentence(rng),
-                }
+                {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": _sentence(rng)}
             )
         if not calls or rng.random() < 0.3:
             out.extend({"role": "user", "content": _sentence(rng)} for _ in range(rng.randint(0, 2)))
