@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chat.engine import Engine, chat_kwargs
+from chat.format import ChatFormat
 from engines.engine import EngineRequestError
 from envs.protocol import conforms, missing_members
-from rollout.chat_format import ChatFormat
 from rollout.engine_opponent import attach_policy_opponent
 from rollout.failure_trace import describe_exception, record_first_failure
 from rollout.tool_prompt import place_tools
