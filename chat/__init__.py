@@ -4,7 +4,8 @@ What a conversation is (`Message` and its constructors), the contract of whateve
 model's side of one (`Engine`, `chat_kwargs`), how tool calls are written in the model's text
 (`chat.calls`: the formats and their markers) and how a conversation becomes token ids with special
 tokens only from the template (`chat.encoder.ChatEncoder`, its render bounded by
-`chat.render_deadline`). It imports no other turngym package but `common` (the registry behind the
+`chat.render_deadline`), and how a whole episode is rendered into token segments with the template's
+own stop and end-of-turn ids (`chat.format.ChatFormat`). It imports no other turngym package but `common` (the registry behind the
 call formats, the thread deadline behind the render), so every package above can use it.
 `import chat` loads the messages and the engine contract only; the rest loads when imported.
 

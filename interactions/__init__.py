@@ -22,6 +22,7 @@ __all__ = [
     "InteractionOutcome",
     "InteractionReply",
     "InteractionSpec",
+    "ModelParticipant",
     "UnknownInteractionError",
     "list_interactions",
     "load_interactions",
@@ -29,3 +30,13 @@ __all__ = [
     "register",
     "spec",
 ]
+
+
+def __getattr__(name: str):
+    # Resolved on use: the participant loads the chat-template machinery, which `import interactions`
+    # (and so `import envs`) does not need.
+    if name == "ModelParticipant":
+        from interactions.model_participant import ModelParticipant
+
+        return ModelParticipant
+    raise AttributeError(f"module 'interactions' has no attribute {name!r}")
