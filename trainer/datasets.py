@@ -9,6 +9,7 @@ the agent loop that plays the rows. With ``val_greedy`` every validation seed is
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,15 @@ __all__ = [
     "AGENT_NAME",
     "assign_envs",
     "episode_rows",
+    "episodes_with_prompts",
+    "for_validation",
+    "mixture_episodes",
     "opening_prompts",
     "rows_for_episodes",
     "validation_rows",
     "with_greedy_copies",
     "write_datasets",
+    "write_episodes",
     "write_rows",
 ]
 
@@ -63,15 +68,20 @@ def opening_prompts(episodes: Iterable[tuple[str, int, dict]]) -> list[list[dict
     return prompts
 
 
-def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> list[dict[str, Any]]:
-    """n dataset rows with seeds seed_base, seed_base+1, ...; envs drawn from the weighted mixture."""
+def mixture_episodes(entries: list[dict], n: int, seed_base: int, split: str) -> list[EpisodeRow]:
+    """n episodes with seeds seed_base, seed_base+1, ...; envs drawn from the weighted mixture."""
     kinds = [EpisodeKind.from_entry(entry) for entry in assign_envs(entries, n, seed=seed_base)]
     episodes = [(kind.env_id, seed_base + index, dict(kind.kwargs)) for index, kind in enumerate(kinds)]
-    return rows_for_episodes(episodes, split)
+    return episodes_with_prompts(episodes, split)
 
 
-def rows_for_episodes(episodes: list[tuple[str, int, dict]], split: str) -> list[dict[str, Any]]:
-    """One row per ``(env_id, seed, env_kwargs)``, in this order (a user's own rows, or a mixture's)."""
+def episode_rows(entries: list[dict], n: int, seed_base: int, split: str) -> list[dict[str, Any]]:
+    """The rows of `mixture_episodes`."""
+    return [episode.to_row() for episode in mixture_episodes(entries, n, seed_base, split)]
+
+
+def episodes_with_prompts(episodes: list[tuple[str, int, dict]], split: str) -> list[EpisodeRow]:
+    """One EpisodeRow per ``(env_id, seed, env_kwargs)``, in this order, each with its opening prompt."""
     import envs
 
     prompts = opening_prompts(episodes)
@@ -84,9 +94,14 @@ def rows_for_episodes(episodes: list[tuple[str, int, dict]], split: str) -> list
             ability=envs.spec(env_id).category,
             index=index,
             split=split,
-        ).to_row()
+        )
         for index, ((env_id, seed, kwargs), prompt) in enumerate(zip(episodes, prompts, strict=True))
     ]
+
+
+def rows_for_episodes(episodes: list[tuple[str, int, dict]], split: str) -> list[dict[str, Any]]:
+    """One row per ``(env_id, seed, env_kwargs)``, in this order (a user's own rows, or a mixture's)."""
+    return [episode.to_row() for episode in episodes_with_prompts(episodes, split)]
 
 
 def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
@@ -99,6 +114,18 @@ def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
     return path
 
 
+def write_episodes(episodes: list[EpisodeRow], path: str | Path) -> Path:
+    """Write episodes as dataset rows (`EpisodeRow.to_row`, the one conversion) to a parquet file."""
+    return write_rows([episode.to_row() for episode in episodes], path)
+
+
+def for_validation(episodes: list[EpisodeRow], greedy: bool) -> list[EpisodeRow]:
+    """Validation `episodes` with their sampling seeded by their env seed, plus greedy copies (played at
+    temperature 0, reported under ``<env id>@greedy``) if `greedy`."""
+    seeded = [replace(episode, sampling_seed=episode.seed) for episode in episodes]
+    return seeded + [episode.greedy_copy() for episode in seeded] if greedy else seeded
+
+
 def with_greedy_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`rows` (sampled with verl's val_kwargs) followed by greedy copies under `<env id>@greedy`."""
     episodes = [EpisodeRow.from_row(row) for row in rows]
@@ -106,14 +133,8 @@ def with_greedy_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def validation_rows(rows: list[dict[str, Any]], greedy: bool) -> list[dict[str, Any]]:
-    """Validation `rows` with their sampling seeded by their env seed, plus greedy copies if `greedy`."""
-    from dataclasses import replace
-
-    seeded = []
-    for row in rows:
-        episode = EpisodeRow.from_row(row)
-        seeded.append(replace(episode, sampling_seed=episode.seed).to_row())
-    return with_greedy_copies(seeded) if greedy else seeded
+    """The rows of `for_validation`, for rows already written as dicts."""
+    return [e.to_row() for e in for_validation([EpisodeRow.from_row(row) for row in rows], greedy)]
 
 
 def write_datasets(
@@ -140,8 +161,8 @@ def write_datasets(
         (train_path, train_episodes, seed_base, "train"),
         (val_path, val_episodes, val_seed_base, "val"),
     ):
-        rows = episode_rows(entries, n, base, split)
+        episodes = mixture_episodes(entries, n, base, split)
         if split == "val":
-            rows = validation_rows(rows, val_greedy)
-        out.append(write_rows(rows, path))
+            episodes = for_validation(episodes, val_greedy)
+        out.append(write_episodes(episodes, path))
     return out[0], out[1]

@@ -57,7 +57,7 @@ def stage_datasets(cfg: DictConfig, entries: list[dict], staging: Path) -> Stage
 
 
 def _stage(cfg: DictConfig, entries: list[dict], staged: StagedData) -> StagedData:
-    from trainer.datasets import episode_rows, rows_for_episodes, validation_rows, write_rows
+    from trainer.datasets import episodes_with_prompts, for_validation, mixture_episodes, write_episodes
 
     staging = staged.staging
     for key in ("train_files", "val_files"):
@@ -86,14 +86,15 @@ def _stage(cfg: DictConfig, entries: list[dict], staged: StagedData) -> StagedDa
 
     for key, split in (("train_files", "train"), ("val_files", "val")):
         if key in episodes:
-            rows = rows_for_episodes(episodes[key], split)
+            rows = episodes_with_prompts(episodes[key], split)
         elif split == "train":
-            rows = episode_rows(entries, int(cfg.env.train_episodes), int(cfg.env.seed_base), split)
+            rows = mixture_episodes(entries, int(cfg.env.train_episodes), int(cfg.env.seed_base), split)
         else:
-            rows = episode_rows(entries, int(cfg.env.val_episodes), int(cfg.env.val_seed_base), split)
+            rows = mixture_episodes(entries, int(cfg.env.val_episodes), int(cfg.env.val_seed_base), split)
         if split == "val":
-            rows = validation_rows(rows, bool(cfg.turngym.get("val_greedy", False)))
-        staged.moves[write_rows(rows, staging / f"{split}.parquet")] = run_data_path(cfg, key)
+            rows = for_validation(rows, bool(cfg.turngym.get("val_greedy", False)))
+        # Each row becomes verl's dict once, here (EpisodeRow.to_row).
+        staged.moves[write_episodes(rows, staging / f"{split}.parquet")] = run_data_path(cfg, key)
     if len(episodes) == 1:
         _check_mixed_disjoint(staging)
 

@@ -69,3 +69,16 @@ def test_validation_rows_seed_their_sampling_and_training_rows_do_not(tmp_path):
     va, tr = pd.read_parquet(val), pd.read_parquet(train)
     assert list(va["turngym_sampling_seed"]) == [r["seed"] for r in va["extra_info"]]
     assert "turngym_sampling_seed" not in tr.columns  # GRPO's samples of one seed must differ
+
+
+def test_validation_episodes_are_built_as_episode_rows_and_written_once(tmp_path):
+    from rollout.episode_row import EpisodeRow
+    from trainer.datasets import for_validation, mixture_episodes
+
+    episodes = for_validation(mixture_episodes(MIX, 4, 1000, "val"), greedy=True)
+    assert [e.sampling_seed for e in episodes] == [e.seed for e in episodes]
+    assert [e.data_source for e in episodes[4:]] == [e.data_source + "@greedy" for e in episodes[:4]]
+    _, val = write_datasets(
+        MIX, tmp_path / "t.parquet", tmp_path / "v.parquet", 8, 4, 0, 1000, val_greedy=True
+    )
+    assert [EpisodeRow.from_row(r) for r in pd.read_parquet(val).to_dict("records")] == episodes
