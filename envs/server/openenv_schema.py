@@ -20,13 +20,26 @@ _MESSAGE = {
     "required": ["role", "content"],
 }
 
+# An action message may say it was parsed already: `call_errors` (why calls could not be read) marks a
+# turn the env uses as it is (see envs.assistant_turn for its bounds).
+_ACTION_MESSAGE = {
+    **_MESSAGE,
+    "properties": {
+        **_MESSAGE["properties"],
+        "call_errors": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
 #: OpenEnv's `SchemaResponse` for every turngym env: the action, observation and state JSON schemas.
 SCHEMAS = {
     "action": {
         "title": "TurngymAction",
-        "description": "The assistant's reply: its text, or a parsed assistant message with OpenAI tool_calls.",
+        "description": (
+            "The assistant's reply: its text, or a parsed assistant message with OpenAI tool_calls "
+            "(and call_errors when the sender parsed the text itself)."
+        ),
         "type": "object",
-        "properties": {"action": {"anyOf": [{"type": "string"}, _MESSAGE]}},
+        "properties": {"action": {"anyOf": [{"type": "string"}, _ACTION_MESSAGE]}},
         "required": ["action"],
     },
     "observation": {
