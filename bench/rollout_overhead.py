@@ -52,11 +52,11 @@ class LongChatEnv:
 
     async def astep(self, action):
         self.t += 1
-        calls = action.get("tool_calls", []) if isinstance(action, dict) else []
+        calls = getattr(action, "tool_calls", ())  # the rollout's AssistantTurn when there are tools
         words = " ".join(
             self.rng.choice(["alpha", "beta", "gamma", "delta", "42", "higher"]) for _ in range(30)
         )
-        msgs = [{"role": "tool", "tool_call_id": c["id"], "name": "lookup", "content": words} for c in calls]
+        msgs = [{"role": "tool", "tool_call_id": c.id, "name": "lookup", "content": words} for c in calls]
         msgs = msgs or [{"role": "user", "content": words}]
         return msgs, 0.01, self.t >= self.turns, False, {}
 
