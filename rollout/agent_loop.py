@@ -20,6 +20,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 from rollout.env_servers import env_server_kwargs, failover_moves
 from rollout.episode import EpisodeConfig, run_episode
+from rollout.episode_budgets import run_turn_limit
 from rollout.episode_result import EpisodeHealth, EpisodeResult
 from rollout.episode_row import AGENT_NAME, EpisodeRow
 from rollout.reward_placement import place_turn_rewards
@@ -44,11 +45,11 @@ class TurnGymAgentLoop(AgentLoopBase):
         super().__init__(*args, **kwargs)
         rc = self.rollout_config
         multi_turn = rc.get("multi_turn", {}) or {}
-        max_turns = multi_turn.get("max_assistant_turns") or 64
         # verl has no per-turn token cap; without one a reply that never ends eats the whole budget.
         per_turn = (self.config.get("turngym") or {}).get("max_tokens_per_turn")
         self.episode_config = EpisodeConfig(
-            max_turns=int(max_turns),
+            # The run's limit, from its one source (rollout/episode_budgets.py).
+            max_turns=run_turn_limit(self.config),
             max_prompt_tokens=int(rc.prompt_length),
             max_response_tokens=int(rc.response_length),
             max_new_tokens=int(per_turn) if per_turn else None,

@@ -8,6 +8,7 @@ take budgets from.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,32 @@ def default_budgets(embedded: bool, model: str | None = None) -> EpisodeBudgets:
     if embedded:
         return EMBEDDED_MODEL_BUDGETS
     return NAMED_MODEL_BUDGETS.get(str(model), DEFAULT_BUDGETS)
+
+
+def run_turn_limit(config: Any) -> int:
+    """A run's assistant-turn limit, read from its training config: the one source of it.
+
+    The limit is ``actor_rollout_ref.rollout.multi_turn.max_assistant_turns`` (`TRAINING_KEYS`), which
+    `trainer.compose` fills from `default_budgets` when nothing sets it. The agent loop caps every
+    episode at it, and the step dumps and the learning table's trivial players play under it. An env's
+    own limit (its spec's ``max_turns``) is a rule of its game: an episode of it ends there when that
+    comes first, and `trainer.run` says so before training (`trainer.compose.turn_limit_notes`).
+
+    Args:
+        config: the whole training config (a DictConfig or nested mappings).
+
+    Returns:
+        The limit; when the key is null (set so on purpose), the rollout's own default
+        (`rollout.episode.EpisodeConfig.max_turns`).
+
+    >>> run_turn_limit({"actor_rollout_ref": {"rollout": {"multi_turn": {"max_assistant_turns": 5}}}})
+    5
+    """
+    node = config
+    for part in TRAINING_KEYS["max_turns"].split("."):
+        node = node.get(part) if node is not None else None
+    if node is None:
+        from rollout.episode import EpisodeConfig
+
+        return EpisodeConfig.max_turns
+    return int(node)

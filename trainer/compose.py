@@ -7,7 +7,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from rollout.episode_budgets import TRAINING_KEYS, default_budgets
+from rollout.episode_budgets import TRAINING_KEYS, default_budgets, run_turn_limit
 from rollout.episode_kind import EpisodeKind
 from trainer.config_error import ConfigError
 from trainer.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
@@ -350,6 +350,38 @@ def env_entries(cfg: DictConfig) -> list[dict]:
 def envs_without_expert(cfg: DictConfig) -> list[str]:
     """The mixture's env ids that have no scripted expert (so no warm start demonstrations)."""
     return sorted({e["id"] for e in env_entries(cfg) if not _has_expert(e["id"])})
+
+
+def turn_limit_notes(cfg: DictConfig, entries: list[dict] | None = None) -> list[str]:
+    """One line per kind of episode whose env ends it in fewer turns than the run's limit.
+
+    The run's limit (`rollout.episode_budgets.run_turn_limit`) caps every episode; an env's own
+    ``max_turns`` (its kwargs', else its spec's) is a rule of its game and ends an episode first when
+    it is lower. `trainer.run` prints these lines so that such an episode's length is not a surprise.
+
+    Args:
+        cfg: the composed training config.
+        entries: the env mixture (`env_entries(cfg)` when None).
+
+    Returns:
+        The lines, e.g. ``"guess-number-v0 {"max_turns": 2} ends its episodes after 2 turns, under the
+        run's limit of 5 (actor_rollout_ref.rollout.multi_turn.max_assistant_turns)"``; none when no env
+        stops short of the limit.
+    """
+    import envs
+
+    limit = run_turn_limit(cfg)
+    notes = []
+    for kind in sorted(
+        {EpisodeKind.from_entry(e) for e in (env_entries(cfg) if entries is None else entries)}
+    ):
+        own = kind.kwargs.get("max_turns", envs.spec(kind.env_id).max_turns)
+        if own is not None and int(own) < limit:
+            notes.append(
+                f"{kind.key} ends its episodes after {int(own)} turns, under the run's limit of {limit} "
+                f"({TRAINING_KEYS['max_turns']})"
+            )
+    return notes
 
 
 def _has_expert(env_id: str) -> bool:

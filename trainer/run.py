@@ -34,7 +34,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from common.cli_errors import UsageError, run_cli
-from trainer.compose import ConfigError, check_verl_sizes, compose_config, env_entries
+from trainer.compose import ConfigError, check_verl_sizes, compose_config, env_entries, turn_limit_notes
 from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
@@ -380,6 +380,7 @@ def summarize(cfg: DictConfig) -> None:
 
 def print_learning_table(cfg: DictConfig) -> None:
     """Per env, the first and last validation beside the random player and the expert on the same episodes."""
+    from rollout.episode_budgets import run_turn_limit
     from trainer.learning_table import learning_table, validation_episodes
     from trainer.progress import MetricsLog
     from trainer.run_data import run_data_path
@@ -389,7 +390,7 @@ def print_learning_table(cfg: DictConfig) -> None:
     if not records or not val_file.exists():
         return
     try:
-        max_turns = cfg.actor_rollout_ref.rollout.multi_turn.get("max_assistant_turns")
+        max_turns = run_turn_limit(cfg)
         warm_started = bool(OmegaConf.select(cfg, "turngym.warm_start.enable", default=False))
         table = learning_table(records, validation_episodes(val_file), max_turns, warm_started)
     except Exception as exc:  # a report at the end of a finished run, never a reason to fail it
@@ -482,6 +483,8 @@ def _main(argv: list[str] | None) -> int:
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
         check_verl_sizes(cfg, with_critic=True)  # the critic's sizes need the model directory stage_run made
         print(model_settings_line(cfg, model_label), flush=True)
+        for note in turn_limit_notes(cfg):
+            print(f"[turngym] {note}", flush=True)
         log_file = train_log_path(cfg)
         error: UsageError | None = None
         try:

@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any
 
+from rollout.episode_budgets import run_turn_limit
 from trainer.sample_objects import sample_objects
 
 DUMP_SECONDS = "timing_s/turngym_dump"
@@ -170,7 +171,7 @@ class StepDumpTrainerMixin:
         columns = {name: _values(data, name, n) for name in FIELDS}
         model = self.config.actor_rollout_ref.model
         tokenizer = str(model.get("tokenizer_path") or model.path)
-        max_turns = self.config.actor_rollout_ref.rollout.multi_turn.get("max_assistant_turns")
+        max_turns = run_turn_limit(self.config)
         # Samples in group order ({uid}_{session}_{output}), as verl's own rollout dump sorts them.
         order = sorted(range(n), key=lambda i: _sort_key(str(batch.keys[i])))
         path = dump_path(str(self.config.turngym.output_dir), step)

@@ -121,3 +121,76 @@ def test_verl_agent_loop_worker_runs_turngym_rows(model_path):
         assert b["response_mask"][i].sum() > 0
         gen = b["response_mask"][i].bool()
         assert (b["rollout_log_probs"][i][gen] < 0).all() and (b["rollout_log_probs"][i][~gen] == 0).all()
+
+
+def _agent_loop(tokenizer, engine, max_assistant_turns):
+    """TurnGymAgentLoop as verl builds it, with `engine` as its server manager."""
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+
+    from rollout.agent_loop import TurnGymAgentLoop
+
+    cfg = OmegaConf.create(
+        {
+            "actor_rollout_ref": {
+                "rollout": {
+                    "prompt_length": 1024,
+                    "response_length": 512,
+                    "multi_turn": {"max_assistant_turns": max_assistant_turns},
+                }
+            },
+            "data": {},
+            "turngym": {"max_tokens_per_turn": None},
+        }
+    )
+    return TurnGymAgentLoop(
+        trainer_config=DictConfigWrap(cfg),
+        server_manager=engine,
+        tokenizer=tokenizer,
+        processor=None,
+        dataset_cls=None,
+        data_config=DictConfigWrap(cfg.data),
+    )
+
+
+def _wrong_guesses(tokenizer):
+    """An engine that always guesses 1 with the guess tool (never right for the seeds below)."""
+    import envs
+    from rollout.scripted_engine import ScriptedEngine
+
+    call = {"id": "c", "type": "function", "function": {"name": "guess", "arguments": {"number": 1}}}
+    tools = envs.make("guess-number-v0").tool_schemas
+    return ScriptedEngine(
+        tokenizer, lambda turn, rng: {"role": "assistant", "content": "", "tool_calls": [call]}, tools=tools
+    )
+
+
+@pytest.mark.parametrize("env_kwargs, played", [({}, 3), ({"max_turns": 2}, 2)])
+def test_the_runs_turn_limit_is_the_one_the_episode_plays(tokenizer, env_kwargs, played):
+    """max_assistant_turns=3 caps a guess-number episode (7 guesses, an env limit of 20) at 3 turns; an
+    env whose own limit is lower ends first, and the run names it before training."""
+    from omegaconf import OmegaConf
+
+    from rollout.episode_result import EpisodeResult
+    from rollout.episode_row import EpisodeRow
+    from trainer.compose import turn_limit_notes
+
+    loop = _agent_loop(tokenizer, _wrong_guesses(tokenizer), 3)
+    assert loop.episode_config.max_turns == 3
+    row = EpisodeRow("guess-number-v0", 5, {"difficulty": "easy", **env_kwargs}).to_row()
+    out = asyncio.run(loop.run({"temperature": 1.0}, **row))
+    result = EpisodeResult.from_extra_fields(out.extra_fields)
+    assert not result.failed and result.assistant_turns == played
+    assert result.termination == ("max_turns" if played == 3 else "truncated")
+    cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"multi_turn": {"max_assistant_turns": 3}}}})
+    entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy", **env_kwargs}}]
+    notes = turn_limit_notes(cfg, entries)
+    assert len(notes) == (played < 3) and all("after 2 turns, under the run's limit of 3" in n for n in notes)
+
+
+def test_a_null_turn_limit_is_the_rollouts_default_everywhere(tokenizer):
+    from rollout.episode import EpisodeConfig
+    from rollout.episode_budgets import run_turn_limit
+
+    loop = _agent_loop(tokenizer, _wrong_guesses(tokenizer), None)
+    assert loop.episode_config.max_turns == EpisodeConfig.max_turns == run_turn_limit(loop.config)
