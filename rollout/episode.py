@@ -22,7 +22,7 @@ from engines.engine import EngineRequestError
 from envs.protocol import conforms, missing_members
 from rollout.engine_opponent import attach_policy_opponent
 from rollout.failure_trace import describe_exception, record_first_failure
-from rollout.tool_prompt import place_tools
+from rollout.opening_prompt import opening_prompt
 from rollout.trajectory import Trajectory, TurnRecord
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
@@ -116,15 +116,21 @@ async def run_episode(
         messages, _ = await env.areset(seed=seed, options=options)
         tally.env_s += time.perf_counter() - t0
         tools = list(env.tool_schemas)
-        # A template that renders no tools gets them in the system message instead (rollout/tool_prompt.py).
-        messages, template_tools = place_tools(tokenizer, messages, tools, cfg.chat_template_kwargs)
-        fmt = ChatFormat(tokenizer, template_tools, cfg.chat_template_kwargs, cfg.tool_call_format)
+        t0 = time.perf_counter()
+        # The same opening the prompt budget measured when the dataset was written (rollout/opening_prompt.py).
+        opening = opening_prompt(
+            tokenizer,
+            messages,
+            tools,
+            chat_template_kwargs=cfg.chat_template_kwargs,
+            tool_call_format=cfg.tool_call_format,
+        )
+        tally.tokenize_s += time.perf_counter() - t0
+        fmt = opening.format
         # The env reads calls in reply text in the format the chat template writes (not its default).
         env.set_tool_call_format(fmt.tool_call_format)
-        traj.messages, traj.tools = list(messages), tools
-        t0 = time.perf_counter()
-        traj.prompt_ids = fmt.prompt_ids(messages)
-        tally.tokenize_s += time.perf_counter() - t0
+        traj.messages, traj.tools = list(opening.messages), tools
+        traj.prompt_ids = opening.prompt_ids
         if cfg.max_prompt_tokens is not None and len(traj.prompt_ids) > cfg.max_prompt_tokens:
             raise EpisodeFailed(f"prompt_too_long: {len(traj.prompt_ids)} > {cfg.max_prompt_tokens} tokens")
         play = _Play(
