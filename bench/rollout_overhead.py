@@ -24,7 +24,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 class LongChatEnv:
-    """A minimal env of `turns` turns: each reply gets a tool result or a user message back."""
+    """A minimal env of `turns` turns: each reply gets a tool result or a user message back.
+
+    It carries every member of the env contract (`envs.protocol.EnvProtocol`), so `run_episode` plays it,
+    and costs next to nothing per step, so the figure is the rollout's own assembly.
+    """
+
+    max_action_chars = 32768
+    tool_call_format: str | None = "hermes"
+    wants_policy_opponent = False
 
     def __init__(self, turns: int):
         self.turns = turns
@@ -49,6 +57,21 @@ class LongChatEnv:
             {"role": "system", "content": "Answer with tools."},
             {"role": "user", "content": "Start the task."},
         ], {}
+
+    async def areset(self, seed=None, options=None):
+        return self.reset(seed=seed, options=options)
+
+    def step(self, action):
+        return asyncio.run(self.astep(action))
+
+    def set_tool_call_format(self, tool_call_format):
+        self.tool_call_format = tool_call_format
+
+    def set_turn_limits(self, **limits):
+        pass
+
+    def attach_policy_opponent(self, opponent):
+        raise ValueError("LongChatEnv has no opponent seat")
 
     async def astep(self, action):
         self.t += 1
@@ -92,6 +115,8 @@ def bench_overhead(n_episodes: int, max_new_tokens: int) -> None:
     t0 = time.perf_counter()
     trajs = asyncio.run(run())
     wall = time.perf_counter() - t0
+    if trajs.failed:
+        raise SystemExit(f"[overhead] {len(trajs.failed)} episodes failed: {trajs.failed[0].error}")
     busy = engine.stats.forward_seconds - busy0
     batches = engine.stats.batches - batches0
     gen = sum(t.metrics["generated_tokens"] for t in trajs)
@@ -149,6 +174,9 @@ def bench_assembly(n_episodes: int, turns: int) -> None:
     t0 = time.perf_counter()
     trajs = asyncio.run(run())
     wall = time.perf_counter() - t0
+    failed = [t.error for t in trajs if t.failed]
+    if failed:  # a failed episode assembles nothing: its speed would be no figure at all
+        raise SystemExit(f"[assembly] {len(failed)} of {len(trajs)} episodes failed: {failed[0]}")
     total = sum(len(t.prompt_ids) + len(t.response_ids) for t in trajs)
     fmt = ChatFormat(tok, env0.tool_schemas)
     t1 = time.perf_counter()
