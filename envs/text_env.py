@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -11,40 +11,43 @@ from chat.calls.formats import get_format, may_hold_calls
 from chat.message import Message, user
 from common.run_sync import run_sync
 from envs.assistant_turn import AssistantTurn, read_action
+from envs.env_tools import EnvTools
 from envs.episode_end import refusal_after_end
-from envs.episode_tools import EpisodeTools
 from envs.errors import InvalidAction, ResetNeeded
 from envs.extra_tools import resolve_extra_tools
 from envs.lazy_seeding import LazySeeding
 from envs.reset_options import check_options
 from envs.reset_options import describe_options as describe_options  # public here before the split
+from envs.spaces import AssistantAction, ChatMessages
 from envs.step_result import StepResult
-from envs.tool_turn import run_tool_turn
 from envs.transcript import render_transcript, unreadable_reply
 from envs.turn_limits import (
     DEFAULT_MAX_ACTION_CHARS,
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_TIME_S,
-    TurnLimits,
+    checked_action_chars,
 )
 
 if TYPE_CHECKING:
     from chat.calls import ToolCall
     from tools import Tool, ToolResult
+    from tools.registry import ToolRegistry
 
 
-class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
+class TextEnv(LazySeeding):
     """A multi-turn text environment: the env contract (`envs.protocol.EnvProtocol`) on chat messages.
 
     `reset` returns the opening conversation and `step` the messages to append. An action is the
     assistant's text or a parsed assistant message (content + OpenAI-style `tool_calls`). Tool calls go to
-    the env's tools (its own plus any given by `tools=`) and come back as `tool` messages (see
-    `envs.tool_turn`). An action the env cannot read never raises: the reply says what was wrong and
-    `info["format_error"]` is set. After the episode ends, `step` takes no action and pays nothing until
-    `reset`; `step` before the first `reset` raises `ResetNeeded`.
+    the env's tool layer (`env_tools`, an `envs.env_tools.EnvTools`: its own tools plus any given by
+    `tools=`) and come back as `tool` messages. An action the env cannot read never raises: the reply says
+    what was wrong and `info["format_error"]` is set. After the episode ends, `step` takes no action and
+    pays nothing until `reset`; `step` before the first `reset` raises `ResetNeeded`.
 
-    Subclasses implement `_reset` and `_respond` (async twins `_areset`/`_arespond` when they do I/O), may
-    add tools through `own_tools`, and declare the `reset(options=...)` keys they read in `reset_options`.
+    Subclasses implement `_reset` and `_respond`, each a plain method or an `async def` when it does I/O
+    (one hook each: `step`/`reset` run the async ones to completion, `astep`/`areset` await them). They
+    may add tools through `own_tools`, see each tool result in `after_tool_call`, and declare the
+    `reset(options=...)` keys they read in `reset_options`.
 
     Args:
         tools: Extra tools: built-in names, YAML paths or Tool objects (see `envs.extra_tools`).
@@ -83,14 +86,6 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
     #: Whether the other player is the policy itself (`opponent="self"`); envs with opponents override it.
     wants_policy_opponent: bool = False
 
-    # Episode state before the first reset. Class defaults, so building an env (once per episode in
-    # verl's agent loop) sets only what differs; every write makes the instance's own.
-    turn = 0
-    episode_over = False
-    total_reward = 0.0
-    _has_reset = False
-    _ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
-
     def __init__(
         self,
         *,
@@ -105,54 +100,37 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.render_mode = render_mode
-        # The defaults themselves (not equal values: 8.0 must still be refused) are the class's, and a
-        # fresh env per episode (verl's agent loop) makes this path hot.
-        if (
-            max_action_chars is not DEFAULT_MAX_ACTION_CHARS
-            or max_tool_calls_per_turn is not DEFAULT_MAX_TOOL_CALLS_PER_TURN
-            or max_tool_time_s is not DEFAULT_MAX_TOOL_TIME_S
-        ):
-            self.set_turn_limits(
-                max_action_chars=max_action_chars,
-                max_tool_calls_per_turn=max_tool_calls_per_turn,
-                max_tool_time_s=max_tool_time_s,
-            )
-        if tools is not None:  # without any, the class default (none) stands: one list less per `make`
-            # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
-            self._extra_tools = resolve_extra_tools(tools)
+        self.max_action_chars = checked_action_chars(max_action_chars)
+        # Resolved now so a bad `tools=` fails at `make`, not at the first tool call.
+        extra = resolve_extra_tools(tools) if tools is not None else ()
+        #: The tool layer: tools, their per-episode copies, the per-turn tool limits, tool turns.
+        self.env_tools = EnvTools(
+            self, extra, max_tool_calls_per_turn=max_tool_calls_per_turn, max_tool_time_s=max_tool_time_s
+        )
         self.transcript: list[Message] = []
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # A class that overrides `_respond` must see every text reply: a base class's text shortcut
-        # (`_respond_text`, e.g. TextGame's) would go around it, so the plain default is put back.
-        if "_respond" in cls.__dict__ and "_respond_text" not in cls.__dict__:
-            cls._respond_text = TextEnv._respond_text
+        self.turn = 0
+        self.total_reward = 0.0
+        self.episode_over = False
+        self._ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
+        self._has_reset = False
 
     # ----- what subclasses implement -------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
-        """Start an episode with `self.np_random`; return the opening messages and info."""
+        """Start an episode with `self.np_random`; return the opening messages and info (may be `async`)."""
         raise NotImplementedError
-
-    async def _areset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
-        """Async twin of `_reset`; override when opening the episode does I/O (e.g. an opponent moves first)."""
-        return self._reset(options)
 
     def _respond(self, turn: AssistantTurn) -> StepResult:
-        """React to an assistant turn that holds no tool call."""
+        """React to an assistant turn that holds no tool call (may be `async` when it does I/O)."""
         raise NotImplementedError
 
-    def _respond_text(self, text: str) -> StepResult:
-        """React to a plain-text reply (no tool call, nothing to clean); a shortcut envs may override."""
-        return self._respond(AssistantTurn(text))
+    def own_tools(self) -> list[Tool]:
+        """Tools this env provides itself (e.g. a game's `guess` tool)."""
+        return []
 
-    async def _arespond(self, turn: AssistantTurn) -> StepResult:
-        """Async twin of `_respond`; override when the reaction does I/O."""
-        return self._respond(turn)
-
-    def _after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
+    def after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
         """Hook after each tool call, in call order; return a StepResult to end or redirect the turn."""
-        return None
+        legacy = getattr(self, "_after_tool_call", None)  # the hook's name before it was public
+        return None if legacy is None else legacy(call, result, turn_info)
 
     def expert_action(self) -> str:
         """The scripted expert's next reply (text), for baselines, tests and demonstrations."""
@@ -164,7 +142,7 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
             f"{type(self).__name__} has no random_action; set turngym.warm_start.expert_noise=0 for it"
         )
 
-    # ----- the Gymnasium API ---------------------------------------------------------------------
+    # ----- the Gymnasium API: one code path each for reset and step, waited on by the sync or async door
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode; the same seed and options give the same episode.
 
@@ -181,15 +159,12 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
             >>> env.reset(seed=3) == env.reset(seed=3)
             True
         """
-        if self._episode_tools is not None:
-            self._release_episode_tools()
-        checked = self._begin_episode(seed, options)
-        messages, info = self._reset(checked)
-        self.transcript = list(messages)
-        return messages, info
+        self.env_tools.release()
+        opened = self._run_reset(seed, options, blocking=True)
+        return opened if isinstance(opened, tuple) else run_sync(opened)
 
     async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """`reset` on the caller's event loop: the last episode's tools are released and `_areset` awaited.
+        """`reset` on the caller's event loop: the last episode's tools are released and `_reset` awaited.
 
         Args:
             seed: As for `reset`.
@@ -204,27 +179,9 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
             >>> asyncio.run(env.areset(seed=3)) == env.reset(seed=3)
             True
         """
-        await self._arelease_episode_tools()
-        checked = self._begin_episode(seed, options)
-        messages, info = await self._areset(checked)
-        self.transcript = list(messages)
-        return messages, info
-
-    def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        # What `reset` and `areset` share before the subclass opens the episode.
-        checked = {} if options is None else self.check_reset_options(options)
-        if seed is not None:  # None continues the streams
-            self._record_seed(seed)
-        self.turn = 0
-        self.total_reward = 0.0
-        self.episode_over = False
-        self._ended_as = (False, False)
-        self._has_reset = True
-        return checked
-
-    def check_reset_options(self, options: Any) -> dict[str, Any]:
-        """`options` as a new dict, checked against `reset_options`; raises InvalidOptions naming valid ones."""
-        return check_options(type(self).__name__, self.reset_options, options)
+        await self.env_tools.arelease()
+        opened = self._run_reset(seed, options, blocking=False)
+        return opened if isinstance(opened, tuple) else await opened
 
     def step(self, action: Any):
         """Play one assistant turn.
@@ -244,43 +201,175 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
             >>> info["format_error"] is not None, terminated
             (True, False)
         """
+        done = self._run_step(action, blocking=True)
+        # A call the time budget cut keeps its thread until it ends: the step does not wait for it.
+        return done if isinstance(done, tuple) else run_sync(done, wait_for_threads=False)
+
+    async def astep(self, action: Any):
+        """`step` on the caller's event loop: tool calls and I/O-bound envs run without blocking it.
+
+        Args:
+            action: As for `step`.
+
+        Returns:
+            What `step` returns for the same action.
+
+        Example:
+            >>> import asyncio, envs
+            >>> env = envs.make("guess-number-v0")
+            >>> _ = env.reset(seed=0)
+            >>> asyncio.run(env.astep("50"))[0][0]["content"]
+            '50 is too low. Guess a higher number.'
+        """
+        done = self._run_step(action, blocking=False)
+        return done if isinstance(done, tuple) else await done
+
+    def _run_reset(self, seed: int | None, options: dict[str, Any] | None, blocking: bool):
+        # The one reset path: the opening, or (an async `_reset`) a coroutine the caller's door waits on.
+        # `blocking` (from `reset`) only picks the old async twin `_areset` of envs that still have one.
+        checked = self._begin_episode(seed, options)
+        opened = (self._reset if blocking else getattr(self, "_areset", self._reset))(checked)
+        return self._opened(opened) if isinstance(opened, tuple) else self._opened_when_done(opened)
+
+    def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        # The bookkeeping before the subclass opens the episode; returns the checked options.
+        checked = {} if options is None else self.check_reset_options(options)
+        if seed is not None:  # None continues the streams
+            self._record_seed(seed)
+        self.turn = 0
+        self.total_reward = 0.0
+        self.episode_over = False
+        self._ended_as = (False, False)
+        self._has_reset = True
+        return checked
+
+    def _opened(self, opened: tuple[list[Message], dict[str, Any]]) -> tuple[list[Message], dict[str, Any]]:
+        messages, info = opened
+        self.transcript = list(messages)
+        return messages, info
+
+    async def _opened_when_done(self, pending: Awaitable[tuple]) -> tuple[list[Message], dict[str, Any]]:
+        return self._opened(await pending)
+
+    def _run_step(self, action: Any, blocking: bool):
+        # The one step path: the finished step, or (a tool turn, an async `_respond`) a coroutine the
+        # caller's door waits on. `blocking` (from `step`) only picks the old async twin `_arespond`.
         if not self._has_reset:
             self._require_reset()
         if self.episode_over:
             return self._refuse_after_end()
+        fmt = self.tool_call_format
         if (
             type(action) is str
             and len(action) <= self.max_action_chars
             and action.isprintable()
-            and not (self.tool_call_format and may_hold_calls(action, self.tool_call_format))
+            and not (fmt and may_hold_calls(action, fmt))
         ):
-            # A printable reply without a marker of the env's call format (the registry's) holds no call
-            # and nothing to clean: read_action would return it as it is. Most replies of most envs take
-            # this path, and it is every step of a game.
-            return self._finish({"role": "assistant", "content": action}, self._respond_text(action))
-        turn = self._read(action)
-        if not isinstance(turn, AssistantTurn):  # unreadable: the finished step saying why
-            return turn
-        if turn.tool_calls or turn.call_errors:
-            # A call the time budget cut keeps its thread until it ends: the step does not wait for it.
-            result = run_sync(run_tool_turn(self, turn), wait_for_threads=False)
+            # Printable text without a marker of the env's call format holds no call and nothing to
+            # clean: `read_action` would return it as it is. Most steps of most envs; measured: the
+            # bench's reused row PRINTABLE_FIGURE.
+            turn = AssistantTurn(action)
+            said = {"role": "assistant", "content": action}
         else:
-            result = self._respond(turn)
-        return self._finish(turn.as_message(), result)
+            turn = self._read(action)
+            if not isinstance(turn, AssistantTurn):  # unreadable: the finished step saying why
+                return turn
+            said = turn.as_message()
+        if turn.tool_calls or turn.call_errors:
+            result = self.env_tools.run_turn(turn)
+        else:
+            result = (self._respond if blocking else getattr(self, "_arespond", self._respond))(turn)
+        if isinstance(result, tuple):
+            return self._finish(said, result)
+        return self._finish_when_done(said, result)
 
-    async def astep(self, action: Any):
-        """`step` on the caller's event loop: tool calls and I/O-bound envs run without blocking it."""
-        self._require_reset()
-        if self.episode_over:
-            return self._refuse_after_end()
-        turn = self._read(action)
-        if not isinstance(turn, AssistantTurn):
-            return turn
-        if turn.tool_calls or turn.call_errors:
-            result = await run_tool_turn(self, turn)
-        else:
-            result = await self._arespond(turn)
-        return self._finish(turn.as_message(), result)
+    async def _finish_when_done(self, assistant: Message, pending: Awaitable[StepResult]):
+        return self._finish(assistant, await pending)
+
+    def check_reset_options(self, options: Any) -> dict[str, Any]:
+        """`options` as a new dict, checked against `reset_options`; raises InvalidOptions naming valid ones."""
+        return check_options(type(self).__name__, self.reset_options, options)
+
+    # ----- tools and limits: the tool layer's, under the names of the env contract ------------------
+    @property
+    def tool_registry(self) -> ToolRegistry:
+        """The env's tools as a `tools.ToolRegistry`: its own, then the extra ones it was given."""
+        return self.env_tools.registry
+
+    @property
+    def tools(self) -> list[Tool]:
+        """All tools the agent may call in this env, in order (see `tool_registry`)."""
+        return list(self.env_tools.registry)
+
+    @property
+    def tool_schemas(self) -> list[dict]:
+        """OpenAI function schemas of `tools`, as rendered into the prompt by a chat template."""
+        return self.env_tools.registry.schemas()
+
+    @property
+    def max_tool_calls_per_turn(self) -> int | None:
+        """Calls past this many in one turn are not run (None: no cap); see `set_turn_limits`."""
+        return self.env_tools.max_tool_calls_per_turn
+
+    @property
+    def max_tool_time_s(self) -> float | None:
+        """Seconds of tool time one turn may use in all (None: no budget); see `set_turn_limits`."""
+        return self.env_tools.max_tool_time_s
+
+    def set_turn_limits(
+        self,
+        *,
+        max_action_chars: int | None = None,
+        max_tool_calls_per_turn: int | None | Any = ...,
+        max_tool_time_s: float | None | Any = ...,
+    ) -> None:
+        """Change the reply size limit and the per-turn tool limits (None: no limit; omitted: unchanged).
+
+        Args:
+            max_action_chars: The longest reply read (None: unchanged).
+            max_tool_calls_per_turn: Calls past this many in one turn are not run (None: no cap).
+            max_tool_time_s: Seconds of tool time one turn may use in all (None: no budget).
+
+        Example:
+            >>> import envs
+            >>> env = envs.make("guess-number-v0")
+            >>> env.set_turn_limits(max_tool_calls_per_turn=2, max_tool_time_s=5)
+            >>> env.unwrapped.max_tool_calls_per_turn, env.unwrapped.max_tool_time_s
+            (2, 5.0)
+        """
+        if max_action_chars is not None:
+            self.max_action_chars = checked_action_chars(max_action_chars)
+            self._action_space = None  # a new one, with the new limit, on next use
+        self.env_tools.set_limits(
+            max_tool_calls_per_turn=max_tool_calls_per_turn, max_tool_time_s=max_tool_time_s
+        )
+
+    # The spaces are built on first read: most envs made per episode never read them, and building both
+    # per `make` measured +1.0 us on a 2.3 us `envs.make` (bench/env_throughput.py, GC on).
+    _observation_space: ChatMessages | None = None
+    _action_space: AssistantAction | None = None
+
+    @property
+    def observation_space(self) -> ChatMessages:
+        """Lists of chat messages (`envs.spaces.ChatMessages`)."""
+        if self._observation_space is None:
+            self._observation_space = ChatMessages()
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: ChatMessages) -> None:
+        self._observation_space = space
+
+    @property
+    def action_space(self) -> AssistantAction:
+        """Assistant turns within `max_action_chars` (`envs.spaces.AssistantAction`)."""
+        if self._action_space is None:
+            self._action_space = AssistantAction(self.max_action_chars)
+        return self._action_space
+
+    @action_space.setter
+    def action_space(self, space: AssistantAction) -> None:
+        self._action_space = space
 
     def set_tool_call_format(self, tool_call_format: str | None) -> None:
         """Read tool calls written in reply text in this format (None: text is never read as calls)."""
@@ -311,7 +400,7 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
 
     def close(self) -> None:
         """Release per-episode tool state."""
-        self._release_episode_tools()
+        self.env_tools.release()
         super().close()
 
     # ----- internals -----------------------------------------------------------------------------
@@ -322,7 +411,7 @@ class TextEnv(TurnLimits, EpisodeTools, LazySeeding):
                 action,
                 max_chars=self.max_action_chars,
                 tool_call_format=self.tool_call_format,
-                has_tools=self._has_tools,
+                has_tools=self.env_tools.has_tools,
             )
         except InvalidAction as e:
             return self._finish(unreadable_reply(action), self._format_error(str(e)))

@@ -4,7 +4,7 @@ Calls to tools marked `concurrent` (pure functions, a fresh sandbox per call) th
 reply run together, as verl's tool agent loop runs a turn's calls (`asyncio.gather`); any other call (an
 env's game move, an edit in the episode's repository, a stateful interpreter) runs alone, after the calls
 before it finished, so calls that build on each other see each other's effects. Either way the results,
-the env's `_after_tool_call` hook and the rewards are taken in call order.
+the env's `after_tool_call` hook and the rewards are taken in call order.
 
 Limits, per turn: at most `max_tool_calls_per_turn` calls run, within `max_tool_time_s` seconds in all.
 Calls past the count cap, calls after one that ended the episode, and calls after the budget ran out get
@@ -15,7 +15,7 @@ One call's failure is that call's error message: it never spoils the others.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chat.message import Message, tool_result, user
 from envs.step_result import StepResult
@@ -23,8 +23,29 @@ from envs.step_result import StepResult
 if TYPE_CHECKING:
     from chat.calls import ToolCall
     from envs.assistant_turn import AssistantTurn
-    from envs.text_env import TextEnv
     from tools import Tool, ToolResult
+    from tools.registry import ToolRegistry
+
+
+class ToolTurnHost(Protocol):
+    """What running a turn's calls needs of the tool layer (`envs.env_tools.EnvTools` is one)."""
+
+    env: Any  # the `env` in each call's context
+    max_tool_calls_per_turn: int | None
+    max_tool_time_s: float | None
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """All tools, for the names an unknown call is told about."""
+        ...
+
+    def episode_tool(self, name: str) -> Tool | None:
+        """This episode's instance of the tool called `name`."""
+        ...
+
+    def after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
+        """The hook after each call, in call order."""
+        ...
 
 
 @dataclass
@@ -38,7 +59,7 @@ class _Cut:
 class _TurnRun:
     """The state of one turn's calls while they run."""
 
-    env: TextEnv
+    host: ToolTurnHost
     calls: list[ToolCall]
     deadline: float | None
     messages: list[Message] = field(default_factory=list)
@@ -49,13 +70,13 @@ class _TurnRun:
     used_up_at: int | None = None  # first call not run because earlier calls used the whole budget
 
 
-async def run_tool_turn(env: TextEnv, turn: AssistantTurn) -> StepResult:
-    """Run the tool calls of `turn` in `env` within its per-turn limits; one tool message per call.
+async def run_tool_turn(host: ToolTurnHost | Any, turn: AssistantTurn) -> StepResult:
+    """Run the tool calls of `turn` within the per-turn limits; one tool message per call.
 
     Args:
-        env: The env whose episode tools (`env.tool_registry`, forked per episode) answer the calls; its
-            `max_tool_calls_per_turn` and `max_tool_time_s` bound the turn, and its `_after_tool_call`
-            hook sees each result in call order.
+        host: The tool layer (`envs.env_tools.EnvTools`, or an env, whose `env_tools` is taken): its
+            episode tools answer the calls, its `max_tool_calls_per_turn` and `max_tool_time_s` bound the
+            turn, and its `after_tool_call` hook sees each result in call order.
         turn: The assistant turn, with its parsed `tool_calls` and the `call_errors` of calls it could
             not read.
 
@@ -66,9 +87,10 @@ async def run_tool_turn(env: TextEnv, turn: AssistantTurn) -> StepResult:
     """
     import asyncio  # here, not at module level: `import envs` stays without it (most envs never need it)
 
+    host = getattr(host, "env_tools", host)  # an env: its tool layer
     loop = asyncio.get_running_loop()
-    budget = env.max_tool_time_s
-    run = _TurnRun(env, list(turn.tool_calls), None if budget is None else loop.time() + budget)
+    budget = host.max_tool_time_s
+    run = _TurnRun(host, list(turn.tool_calls), None if budget is None else loop.time() + budget)
     run.info = {
         "tool_calls": len(run.calls),
         "tool_errors": len(turn.call_errors),
@@ -100,14 +122,14 @@ async def run_tool_turn(env: TextEnv, turn: AssistantTurn) -> StepResult:
 
 def _next_batch(run: _TurnRun, first: int, now: float) -> list[tuple[int, Tool | None]]:
     """The calls that start now: call `first`, and the concurrent calls right after it when it is one."""
-    tool = run.env._episode_tool(run.calls[first].name)
+    tool = run.host.episode_tool(run.calls[first].name)
     batch = [(first, tool)]
     if tool is not None and not tool.concurrent:
         return batch
     for i in range(first + 1, len(run.calls)):
         if _why_not_run(run, i, now) is not None:
             break
-        tool = run.env._episode_tool(run.calls[i].name)
+        tool = run.host.episode_tool(run.calls[i].name)
         if tool is not None and not tool.concurrent:
             break
         batch.append((i, tool))  # an unknown tool joins: it is an error message, nothing runs
@@ -129,7 +151,7 @@ async def _invoke(run: _TurnRun, index: int, tool: Tool | None) -> ToolResult | 
     try:
         # The budget cancels the call itself: its output is lost.
         return await asyncio.wait_for(
-            tool.call(call.arguments, context={"env": run.env, "info": run.info}), remaining
+            tool.call(call.arguments, context={"env": run.host.env, "info": run.info}), remaining
         )
     except TimeoutError:
         return _Cut(loop.time() - started)
@@ -143,7 +165,7 @@ def _take(run: _TurnRun, index: int, outcome: ToolResult | _Cut | None) -> None:
     """Record one call's outcome, in call order: its message, reward, the env's hook, the end."""
     call, info = run.calls[index], run.info
     if outcome is None:
-        available = ", ".join(run.env.tool_registry.names) or "none"
+        available = ", ".join(run.host.registry.names) or "none"
         info["tool_errors"] += 1
         text = f"Error: unknown tool `{call.name}`. Available tools: {available}."
         run.messages.append(tool_result(call.id, call.name, text))
@@ -160,14 +182,14 @@ def _take(run: _TurnRun, index: int, outcome: ToolResult | _Cut | None) -> None:
         info["tool_errors"] += 1
         text = (
             f"Cut: stopped after {outcome.ran:.1f} s, when this turn's tool time budget of "
-            f"{run.env.max_tool_time_s:g} s ran out; its output is lost."
+            f"{run.host.max_tool_time_s:g} s ran out; its output is lost."
         )
         run.messages.append(tool_result(call.id, call.name, text))
         return
     info["tool_errors"] += int(outcome.is_error)
     run.reward += outcome.reward or 0.0
     run.messages.append(tool_result(call.id, call.name, outcome.content))
-    redirect = run.env._after_tool_call(call, outcome, info)
+    redirect = run.host.after_tool_call(call, outcome, info)
     if redirect is not None:
         more, more_reward, terminated, truncated, more_info = redirect
         run.messages.extend(more)
@@ -182,7 +204,7 @@ def _take(run: _TurnRun, index: int, outcome: ToolResult | _Cut | None) -> None:
 def _why_not_run(run: _TurnRun, index: int, now: float) -> str | None:
     if run.ended is not None:
         return "the episode ended at an earlier call."
-    cap, budget = run.env.max_tool_calls_per_turn, run.env.max_tool_time_s
+    cap, budget = run.host.max_tool_calls_per_turn, run.host.max_tool_time_s
     if cap is not None and index >= cap:
         return f"only the first {cap} tool calls of a turn are run; this was call {index + 1} of {len(run.calls)}."
     if run.cuts:
@@ -203,7 +225,7 @@ def _not_run(run: _TurnRun, index: int, reason: str) -> None:
 def _notes(run: _TurnRun, call_errors: list[str]) -> list[str]:
     """What the agent is told after the tool messages: unreadable calls, the count cap, the budget."""
     notes: list[str] = []
-    total, cap, budget = len(run.calls), run.env.max_tool_calls_per_turn, run.env.max_tool_time_s
+    total, cap, budget = len(run.calls), run.host.max_tool_calls_per_turn, run.host.max_tool_time_s
     last_allowed = min(total, cap or total)
     if call_errors:
         notes.append("Some tool calls could not be read: " + "; ".join(call_errors))

@@ -8,7 +8,6 @@ from typing import Any
 
 from chat.calls.formats import write_calls
 from chat.message import system, user
-from common.run_sync import run_sync
 from envs.assistant_turn import AssistantTurn
 from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
@@ -183,13 +182,7 @@ class CodeSandboxEnv(TextEnv):
         )
         return "\n\n".join(parts)
 
-    def _respond(self, turn: AssistantTurn) -> StepResult:
-        code = self._code_in(turn.content)
-        if code is None:
-            return self._nudge()
-        return self._as_step(run_sync(self.agrade_submission(code)))
-
-    async def _arespond(self, turn: AssistantTurn) -> StepResult:
+    async def _respond(self, turn: AssistantTurn) -> StepResult:
         code = self._code_in(turn.content)
         if code is None:
             return self._nudge()

@@ -68,10 +68,8 @@ class InteractionEnv(TextEnv):
         public = {k: v for k, v in info.items() if _is_public(k, v)}
         return messages + list(opening), public
 
-    def _respond(self, turn: AssistantTurn) -> StepResult:
-        return self._from_reply(self.interaction.respond(self._conversation(turn)))
-
-    async def _arespond(self, turn: AssistantTurn) -> StepResult:
+    async def _respond(self, turn: AssistantTurn) -> StepResult:
+        # Async: a simulated user may be a model (`LLMUser`); a scripted one answers without waiting.
         return self._from_reply(await self.interaction.arespond(self._conversation(turn)))
 
     def _conversation(self, turn: AssistantTurn) -> list[Message]:

@@ -174,7 +174,8 @@ class ShopAssistantEnv(InteractionEnv):
             **options,
         }
 
-    def _after_tool_call(self, call: ToolCall, result, turn_info: dict) -> StepResult | None:
+    def after_tool_call(self, call: ToolCall, result, turn_info: dict) -> StepResult | None:
+        """A placed order ends the episode, graded by the interaction."""
         if call.name != "place_order" or not result.terminate:
             return None
         return self.end_episode({"item": self.product(result.answer or "")})

@@ -163,24 +163,6 @@ class GuessNumberEnv(TextGame[int]):
         self._read_with_text = any(c.isalpha() for c in rest)
         return guess
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # A subclass reading moves its own way must see every reply: the digits shortcut below would
-        # go around its `parse_action`, so the plain read-then-play path is put back.
-        if "parse_action" in cls.__dict__ and "_respond_text" not in cls.__dict__:
-            cls._respond_text = TextGame._read_and_play
-
-    def _respond_text(self, text: str) -> StepResult:
-        """`_read_and_play`, with the usual reply (a short run of ASCII digits in range) read here.
-
-        What `parse_action` makes of such a reply, without its two calls: most steps are one.
-        """
-        if text.isdigit() and text.isascii() and len(text) <= self._high_digits:
-            guess = int(text)
-            if self.low <= guess <= self.high:
-                return self.play(guess)
-        return self._read_and_play(text)
-
     def _in_range(self, guess: int) -> int:
         if not self.low <= guess <= self.high:
             raise InvalidAction(f"{guess} is outside {self.low}..{self.high}")

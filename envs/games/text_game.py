@@ -114,19 +114,13 @@ class TextGame(TextEnv, Generic[A]):
         info["difficulty"] = difficulty
         return messages, info
 
-    def _read_and_play(self, text: str) -> StepResult:
-        """Read the move from the text and play it; an unreadable move is a format error."""
+    def _respond(self, turn: AssistantTurn) -> StepResult:
+        """Read the move from the reply's text and play it; an unreadable move is a format error."""
         try:
-            action = self.parse_action(text)
+            action = self.parse_action(turn.content)
         except InvalidAction as e:
             return self._format_error(str(e))
         return self.play(action)
-
-    # A plain reply goes straight to the game, with no AssistantTurn built for it.
-    _respond_text = _read_and_play
-
-    def _respond(self, turn: AssistantTurn) -> StepResult:
-        return self._read_and_play(turn.content)
 
     def own_tools(self) -> list[Tool]:
         """The game's action tool, so a model can move by tool call as well as by text.

@@ -111,13 +111,10 @@ class TextArenaEnv(TextEnv):
         self._ended_before_start: StepResult | None = None
 
     # ----- episode ---------------------------------------------------------------------------------
-    def _reset(self, options: dict[str, Any]):
-        return self._drive(self._open(options))
-
-    async def _areset(self, options: dict[str, Any]):
+    async def _reset(self, options: dict[str, Any]):
         # An opponent opening the game with an async `amove` (EngineOpponent) is awaited on the caller's
         # loop: other episodes go on while it generates.
-        return await self._adrive(self._open(options))
+        return await self._drive(self._open(options))
 
     def _open(self, options: dict[str, Any]) -> Generator[list[Message], str | Exception, tuple[list, dict]]:
         """Start the game, the opponent's opening moves included; yields as `_play` does (see `_drive`)."""
@@ -167,13 +164,10 @@ class TextArenaEnv(TextEnv):
             f"Each reply is one move. Action format: {action_format(self.game.name)}"
         )
 
-    def _respond(self, turn: AssistantTurn) -> StepResult:
-        return self._drive(self._play(turn))
-
-    async def _arespond(self, turn: AssistantTurn) -> StepResult:
+    async def _respond(self, turn: AssistantTurn) -> StepResult:
         # An opponent with an async `amove` (EngineOpponent) is awaited: other episodes on the event loop
         # go on while it generates, and no lock is held meanwhile.
-        return await self._adrive(self._play(turn))
+        return await self._drive(self._play(turn))
 
     def _play(self, turn: AssistantTurn) -> Generator[list[Message], str | Exception, StepResult]:
         """One step: the reply to the game, then the opponent's turns. Yields the opponent's messages each
@@ -240,17 +234,9 @@ class TextArenaEnv(TextEnv):
         )
 
     # ----- the other player --------------------------------------------------------------------------
-    def _drive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
-        """Run `play` to its end, calling the opponent for each move it asks for."""
-        try:
-            request = next(play)
-            while True:
-                request = play.send(self._ask_opponent(request))
-        except StopIteration as finished:
-            return finished.value
-
-    async def _adrive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
-        """`_drive`, awaiting the opponent's `amove` when it has one."""
+    async def _drive(self, play: Generator[list[Message], str | Exception, StepResult | None]) -> Any:
+        """Run `play` to its end, asking the opponent for each move it asks for (awaiting its `amove`
+        when it has one: other episodes on the event loop go on while it generates)."""
         try:
             request = next(play)
             amove = getattr(self._opponent, "amove", None)  # after `next`: `_open` chooses the opponent

@@ -133,7 +133,8 @@ class ToolQAEnv(TextEnv):
             )
         return self._grade(found[-1])
 
-    def _after_tool_call(self, call: ToolCall, result, turn_info: dict) -> StepResult | None:
+    def after_tool_call(self, call: ToolCall, result, turn_info: dict) -> StepResult | None:
+        """A `submit` call is graded and ends the episode; other calls are checked against the limits."""
         if call.name == "submit":
             return self._grade(result.answer or "") if result.terminate else None
         if (

@@ -16,10 +16,10 @@ from envs.games.guess_number import GuessNumberEnv
 
 
 class EmptyReplyCrash(GuessNumberEnv):
-    def _respond_text(self, text):
-        if not text.strip():
+    def _respond(self, turn):
+        if not turn.content.strip():
             return {}["missing"]  # the bug: line 10
-        return super()._respond_text(text)
+        return super()._respond(turn)
 
 
 class UnseededSecret(GuessNumberEnv):
@@ -74,7 +74,7 @@ def test_an_env_that_raises_fails_with_its_traceback_and_exit_1(tmp_path):
         next(line for line in lines if "gymnasium" in line)
         == "FAIL  gymnasium       raised KeyError: 'missing'"
     )
-    where = f'{tmp_path / "my_broken_envs.py"}", line 10, in _respond_text'
+    where = f'{tmp_path / "my_broken_envs.py"}", line 10, in _respond'
     assert sum(where in line for line in lines) == 2, proc.stdout
     assert lines[-1] == "empty-reply-crash-v0: 4 passed, 2 failed, 0 skipped"
 

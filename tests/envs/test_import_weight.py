@@ -31,7 +31,7 @@ def test_plain_text_episodes_touch_no_tool_machinery():
         "for seed in range(20):\n"
         "    env = envs.make('guess-number-v0'); env.reset(seed=seed); done = False\n"
         "    while not done: done = any(env.step(env.unwrapped.expert_action())[2:4])\n"
-        "    assert env.unwrapped._tool_prototypes is None and env.unwrapped._generator is None\n"
+        "    assert env.unwrapped.env_tools._registry is None and env.unwrapped._generator is None\n"
         "del env"  # back at the top level, where `_modules_after` appends its print
     )
     parsers = ["chat.calls.hermes", "chat.calls.llama3", "chat.calls.mistral", "chat.calls.jsonscan"]

@@ -258,9 +258,9 @@ def test_plain_text_replies_never_build_the_tools():
     env.reset(seed=0)
     env.step("50")
     env.step("I'd say 25")
-    assert env.unwrapped._tool_prototypes is None  # nothing built for text without a call marker
+    assert env.unwrapped.env_tools._registry is None  # nothing built for text without a call marker
     env.step('<tool_call>\n{"name": "guess", "arguments": {"number": 12}}\n</tool_call>')
-    assert [t.name for t in env.unwrapped._tool_prototypes] == ["guess"]
+    assert [t.name for t in env.unwrapped.env_tools._registry] == ["guess"]
 
 
 def test_text_call_markers_are_plain_text_in_an_env_without_tools():
