@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from envs.episode_end import refusal_after_end
 from envs.protocol import ForwardsEnvProtocol
 
 
@@ -18,9 +19,10 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
     A wrapper changes what it sees in two hooks, `on_reset(messages, info)` and `on_step(messages, reward,
     terminated, truncated, info)`; `reset`/`areset` and `step`/`astep` call them every time (subclasses
     write the hooks, not `step`). Once a step it returns ends the episode (its own verdict, e.g. a turn
-    limit, included), later steps are refused with reward 0 until `reset`; refusals from the wrapped env
-    (a step with an end flag and `info["episode_ended"]`) pass through untouched, so no wrapper charges or
-    pays anything after the end. `constructor_kwargs` makes a wrapper rebuildable from `env.spec`.
+    limit, included), later steps are refused with reward 0 until `reset`. The end is recorded once, by
+    the base env (`mark_episode_over`), which then refuses; a refusal (a step with an end flag and
+    `info["episode_ended"]`) passes through every layer untouched, so no wrapper charges or pays anything
+    after the end. Over an env that cannot record it (no `mark_episode_over`), the wrapper refuses itself. `constructor_kwargs` makes a wrapper rebuildable from `env.spec`.
 
     Args:
         env: the env to wrap.
@@ -36,7 +38,8 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
     '50 IS TOO LOW. GUESS A HIGHER NUMBER.'
     """
 
-    #: (terminated, truncated) of the step that ended the episode, None while it runs.
+    #: (terminated, truncated) of the step that ended the episode, kept here only over an env that cannot
+    #: record it (one without `mark_episode_over`, e.g. a plain `gymnasium.Env`); None while it runs.
     _ended: tuple[bool, bool] | None = None
 
     def __init__(self, env: gym.Env):
@@ -44,6 +47,8 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
         # Gymnasium's `unwrapped` walks the whole stack on every read; the base env of a stack never
         # changes once it is built, and `make` (once per episode in verl's agent loop) reads it often.
         self._unwrapped = env.unwrapped
+        #: Where the end of the episode is recorded: once, by the base env, for the whole stack.
+        self._mark_end = getattr(self._unwrapped, "mark_episode_over", None)
 
     @property
     def unwrapped(self) -> gym.Env:
@@ -60,16 +65,7 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
         """Step the wrapped env, then let the wrapper adjust the result (`on_step`)."""
         if self._ended is not None:
             return self._refusal()
-        result = self.env.step(action)
-        # `_after_step`, written out: a call less on every step of every wrapper (`astep` calls it).
-        messages, reward, terminated, truncated, info = result
-        if (terminated or truncated) and info.get("episode_ended"):
-            return result
-        # Positional arguments, not `*result`: Python specialises that call, and it runs on every step.
-        result = self.on_step(messages, reward, terminated, truncated, info)
-        if result[2] or result[3]:
-            self._record_end(result[2], result[3])
-        return result
+        return self._after_step(self.env.step(action))
 
     async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Async reset of the wrapped env, then the same `on_reset` hook as `reset`."""
@@ -118,24 +114,25 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
         return dataclasses.replace(below, additional_wrappers=(*below.additional_wrappers, layer))
 
     def _after_step(self, result: tuple):
-        # A refusal after the end (`info["episode_ended"]`) always carries an end flag: most steps skip the lookup.
-        if (result[2] or result[3]) and result[4].get("episode_ended"):
+        # After the end, the base env refuses (`info["episode_ended"]`, always with an end flag): the
+        # refusal passes through every layer untouched, so no wrapper charges or pays anything for it.
+        messages, reward, terminated, truncated, info = result
+        if (terminated or truncated) and info.get("episode_ended"):
             return result
-        result = self.on_step(*result)
+        result = self.on_step(messages, reward, terminated, truncated, info)
         if result[2] or result[3]:
-            self._record_end(result[2], result[3])
+            self._record_end(bool(result[2]), bool(result[3]))
         return result
 
     def _record_end(self, terminated: bool, truncated: bool) -> None:
-        self._ended = (bool(terminated), bool(truncated))
-        # The env itself learns the episode is over, so stepping `env.unwrapped` refuses too.
-        mark = getattr(self._unwrapped, "mark_episode_over", None)
-        if mark is not None:
-            mark(terminated=bool(terminated), truncated=bool(truncated))
+        # The base env records the end for the whole stack (its next `step` refuses, whichever layer
+        # is stepped); only an env that cannot record it leaves the refusing to this layer.
+        if self._mark_end is not None:
+            self._mark_end(terminated=terminated, truncated=truncated)
+        else:
+            self._ended = (terminated, truncated)
 
     def _refusal(self):
-        from envs.text_env import refusal_after_end
-
         terminated, truncated = self._ended or (True, False)
         return refusal_after_end(terminated, truncated, getattr(self._unwrapped, "turn", None))
 
