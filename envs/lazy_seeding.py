@@ -1,7 +1,9 @@
 """Seeding that waits for the first draw: `reset(seed=...)` records the seed, the generators come on first use.
 
 Most episodes of most envs never draw from `np_random`, and building a numpy generator costs more than a
-short episode; a fresh env per episode (verl's agent loop) would pay it every time.
+short episode; a fresh env per episode (verl's agent loop) would pay it every time. Measured with
+bench/env_throughput.py: building it at each seeded reset takes the `make()` per episode row from 227k to
+168k steps/s.
 """
 
 from __future__ import annotations

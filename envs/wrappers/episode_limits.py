@@ -37,11 +37,6 @@ class EpisodeLimits(TextWrapper):
     (True, 'max_turns')
     """
 
-    message: str | None = None
-    max_consecutive: int | None = None
-    _turns = 0  # turns of this episode
-    _consecutive = 0  # unreadable replies in a row
-
     def __init__(
         self,
         env: gym.Env,
@@ -64,11 +59,10 @@ class EpisodeLimits(TextWrapper):
         super().__init__(env)
         self.max_turns = max_turns
         self.penalty = penalty
-        # The rest stay class defaults unless given: `make` builds this layer for every episode.
-        if message is not None:
-            self.message = message
-        if max_consecutive is not None:
-            self.max_consecutive = max_consecutive
+        self.message = message
+        self.max_consecutive = max_consecutive
+        self._turns = 0  # turns of this episode
+        self._consecutive = 0  # unreadable replies in a row
 
     def constructor_kwargs(self) -> dict[str, Any]:
         """This layer's settings, as `env.spec` records them."""

@@ -44,16 +44,8 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        # Gymnasium's `unwrapped` walks the whole stack on every read; the base env of a stack never
-        # changes once it is built, and `make` (once per episode in verl's agent loop) reads it often.
-        self._unwrapped = env.unwrapped
         #: Where the end of the episode is recorded: once, by the base env, for the whole stack.
-        self._mark_end = getattr(self._unwrapped, "mark_episode_over", None)
-
-    @property
-    def unwrapped(self) -> gym.Env:
-        """The base env under all wrappers (looked up once, when this wrapper was built)."""
-        return self._unwrapped
+        self._mark_end = getattr(env.unwrapped, "mark_episode_over", None)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Reset the wrapped env, then let the wrapper see the opening."""
@@ -134,7 +126,7 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
 
     def _refusal(self):
         terminated, truncated = self._ended or (True, False)
-        return refusal_after_end(terminated, truncated, getattr(self._unwrapped, "turn", None))
+        return refusal_after_end(terminated, truncated, getattr(self.unwrapped, "turn", None))
 
     @property
     def tools(self) -> list:
