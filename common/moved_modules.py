@@ -1,7 +1,7 @@
 """Old module paths that keep importing after a move: one table per package, one warning per old path.
 
 A package that moves some of its modules calls `keep_old_paths` in its `__init__` with {old: new}. An
-import of an old path then gives the module at its new path (the same object, so `isinstance` and
+import of an old path (or of a submodule below an old package path) then gives the module at its new path (the same object, so `isinstance` and
 identity checks hold), after one `DeprecationWarning` that names the new path. No file is left behind at
 the old path, so a package's folder shows only what it holds.
 
@@ -43,17 +43,28 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, moves: Mapping[str, str]):
         self.moves = dict(moves)
 
+    def new_path(self, fullname: str) -> str | None:
+        """Where `fullname` is now: an old path, or a submodule of an old package path (None: not moved)."""
+        if fullname in self.moves:
+            return self.moves[fullname]
+        parts = fullname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            package = ".".join(parts[:cut])
+            if package in self.moves:
+                return ".".join([self.moves[package], *parts[cut:]])
+        return None
+
     def find_spec(
         self, fullname: str, path: object = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         """A spec for an old path this hook knows (None for every other name: other finders go on)."""
-        if fullname not in self.moves:
+        if self.new_path(fullname) is None:
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         """The module at the new path, imported now; the import system files it under the old name too."""
-        new = self.moves[spec.name]
+        new = self.new_path(spec.name)
         # stacklevel 2 is the importer: the import system's own frames are skipped by `warnings`.
         warnings.warn(f"{spec.name} moved to {new}; import it from there", DeprecationWarning, stacklevel=2)
         return importlib.import_module(new)
@@ -63,7 +74,11 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def keep_old_paths(moves: Mapping[str, str]) -> MovedModules:
-    """Install (once per table) a `MovedModules` hook for `moves`, after the finders already there.
+    """Install (once per table) a `MovedModules` hook for `moves`, before the finders already there.
+
+    First, because an old package path aliased to its new package would otherwise let the path finder
+    load the new package's submodules a second time under the old name (two module objects, two of
+    every class); the hook answers only the old names, so every other import goes on as before.
 
     Args:
         moves: {old dotted path: new dotted path}, e.g. {"envs.text_env": "envs.core.text_env"}.
@@ -81,7 +96,7 @@ def keep_old_paths(moves: Mapping[str, str]) -> MovedModules:
         if isinstance(finder, MovedModules) and finder.moves == dict(moves):
             return finder
     hook = MovedModules(moves)
-    sys.meta_path.append(hook)
+    sys.meta_path.insert(0, hook)
     return hook
 
 

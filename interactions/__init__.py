@@ -5,6 +5,7 @@ opening = user.start({"question": "2 + 2?", "answer": 4})
 reply, reward, done, metrics = user.respond(conversation)
 """
 
+from common.moved_modules import keep_old_paths
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
 from interactions.loading import InteractionConfigError, load_interactions
 from interactions.registry import (
@@ -14,6 +15,14 @@ from interactions.registry import (
     make,
     register,
     spec,
+)
+
+# Modules that moved out of interactions (issue 35). Their old paths still import the moved module, with one
+# DeprecationWarning (common/moved_modules.py); docs/design.md lists them.
+keep_old_paths(
+    {
+        "interactions.engine": "chat.engine",
+    }
 )
 
 __all__ = [

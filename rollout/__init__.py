@@ -9,6 +9,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from common.moved_modules import keep_old_paths
+
+# Modules that moved out of rollout (issue 35). Their old paths still import the moved module, with one
+# DeprecationWarning (common/moved_modules.py); docs/design.md lists them.
+keep_old_paths(
+    {
+        "rollout.engine": "engines.engine",
+        "rollout.hf_engine": "engines.hf_engine",
+        "rollout.openai_engine": "engines.openai_engine",
+        "rollout.sglang_engine": "engines.sglang_engine",
+        "rollout.checkpoint_export": "engines.checkpoint_export",
+        "rollout.chat_format": "chat.format",
+    }
+)
+
 _EXPORTS = {
     "Engine": "engines.engine",
     "EngineError": "engines.engine",

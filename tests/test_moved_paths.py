@@ -1,35 +1,57 @@
-"""The paths issue 35 moved to the ground floor and envs.server still import, warn, and give the same objects."""
+"""Moved modules (issue 35): every old path still imports the moved module itself, with one warning."""
 
 import importlib
+import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
-MOVED = [
-    ("tools.registration", "common.registration"),
-    ("tools.run_sync", "common.run_sync"),
-    ("tools.cli_errors", "common.cli_errors"),
-    ("tools.serving", "serving"),
-    ("envs.remote.server", "envs.server.app"),
-    ("tools.calls", "chat.calls"),
-    ("tools.chat_encoding", "chat.encoder"),
-    ("rollout.chat_format", "chat.format"),
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_layers import FILE_SHIMS, moved_paths  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+ALIASED = sorted((old, new) for old, new in moved_paths().items() if old not in FILE_SHIMS)
 
 
-def _import_warning(old: str):
+def test_the_tables_hold_the_moves_of_issue_35():
+    aliased = dict(ALIASED)
+    for old, new in [
+        ("tools.registration", "common.registration"),
+        ("tools.calls", "chat.calls"),
+        ("tools.serving", "serving"),
+        ("interactions.engine", "chat.engine"),
+        ("rollout.hf_engine", "engines.hf_engine"),
+        ("rollout.chat_format", "chat.format"),
+    ]:
+        assert aliased[old] == new
+
+
+@pytest.mark.parametrize(("old", "new"), ALIASED)
+def test_an_old_path_is_the_moved_module_and_warns_once(old: str, new: str):
+    # A fresh interpreter: in this one the old path may have been imported (and warned) already.
+    code = (
+        "import importlib, warnings\n"
+        "warnings.simplefilter('always')\n"
+        f"with warnings.catch_warnings(record=True) as caught:\n"
+        f"    old = importlib.import_module({old!r}); again = importlib.import_module({old!r})\n"
+        f"assert old is again is importlib.import_module({new!r})\n"
+        "print(sum(issubclass(w.category, DeprecationWarning) for w in caught), caught[0].message)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    count, message = done.stdout.strip().split(" ", 1)
+    assert count == "1" and message == f"{old} moved to {new}; import it from there"
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(FILE_SHIMS.items()))
+def test_an_old_path_kept_as_a_file_gives_the_same_objects(old: str, new: str):
     sys.modules.pop(old, None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        module = importlib.import_module(old)
-    return module, [w for w in caught if issubclass(w.category, DeprecationWarning)]
-
-
-@pytest.mark.parametrize(("old", "new"), MOVED)
-def test_an_old_path_still_works_and_warns(old: str, new: str):
-    shim, warned = _import_warning(old)
-    assert any(new in str(w.message) for w in warned)
+        shim = importlib.import_module(old)
+    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
     moved = importlib.import_module(new)
     assert shim.__all__
     for name in shim.__all__:

@@ -12,6 +12,21 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from common.moved_modules import keep_old_paths
+
+# Modules that moved out of tools (issue 35). Their old paths still import the moved module, with one
+# DeprecationWarning (common/moved_modules.py); docs/design.md lists them.
+keep_old_paths(
+    {
+        "tools.registration": "common.registration",
+        "tools.run_sync": "common.run_sync",
+        "tools.cli_errors": "common.cli_errors",
+        "tools.serving": "serving",
+        "tools.calls": "chat.calls",
+        "tools.chat_encoding": "chat.encoder",
+    }
+)
+
 _EXPORTS = {
     "FunctionTool": "tools.tool",
     "Tool": "tools.tool",

@@ -64,3 +64,33 @@ def test_the_hook_is_installed_once_per_table():
         assert all_moves()["x_demo_old"] == "x_demo_new"
     finally:
         sys.meta_path.remove(hook)
+
+
+def test_a_submodule_of_an_old_package_path_is_the_new_submodule(tmp_path):
+    pkg = tmp_path / "demo_pkg"
+    (pkg / "core" / "inner").mkdir(parents=True)
+    (pkg / "core" / "__init__.py").write_text("")
+    (pkg / "core" / "inner" / "__init__.py").write_text("")
+    (pkg / "core" / "inner" / "leaf.py").write_text("X = object()\n")
+    (pkg / "__init__.py").write_text(
+        "from common.moved_modules import keep_old_paths\n"
+        "keep_old_paths({'demo_pkg.inner': 'demo_pkg.core.inner'})\n"
+    )
+    import common
+
+    root = str(__import__("pathlib").Path(common.__file__).resolve().parents[1])
+    code = (
+        "import demo_pkg.inner.leaf as old, demo_pkg.core.inner.leaf as new\n"
+        "assert old is new, (old, new)\n"
+        "import sys; assert sys.modules['demo_pkg.inner.leaf'] is new\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
