@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from chat.calls.formats import get_format, may_hold_calls
 from chat.message import Message, user
@@ -27,6 +27,8 @@ from envs.turn_limits import (
     DEFAULT_MAX_TOOL_TIME_S,
     checked_action_chars,
 )
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from chat.calls import ToolCall
@@ -246,7 +248,7 @@ class TextEnv(LazySeeding):
         # `blocking` (from `reset`) only picks the old async twin `_areset` of envs that still have one.
         checked = self._begin_episode(seed, options)
         opened = (self._reset if blocking else getattr(self, "_areset", self._reset))(checked)
-        return self._opened(opened) if isinstance(opened, tuple) else self._opened_when_done(opened)
+        return self._opened(opened) if isinstance(opened, tuple) else _then(opened, self._opened)
 
     def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         # The bookkeeping before the subclass opens the episode; returns the checked options.
@@ -265,16 +267,14 @@ class TextEnv(LazySeeding):
         self.transcript = list(messages)
         return messages, info
 
-    async def _opened_when_done(self, pending: Awaitable[tuple]) -> tuple[list[Message], dict[str, Any]]:
-        return self._opened(await pending)
-
     def _run_step(self, action: Any, blocking: bool):
         # The one step path: the finished step, or (a tool turn, an async `_respond`) a coroutine the
         # caller's door waits on. `blocking` (from `step`) only picks the old async twin `_arespond`.
         if not self._has_reset:
-            self._require_reset()
+            raise ResetNeeded(f"{type(self).__name__}: call reset() before step(); no episode has started")
         if self.episode_over:
-            return self._refuse_after_end()
+            # Nothing is parsed, run or recorded, and the reward is exactly 0: an ended episode pays nothing.
+            return refusal_after_end(*self._ended_as, self.turn)
         fmt = self.tool_call_format
         if (
             type(action) is str
@@ -298,10 +298,7 @@ class TextEnv(LazySeeding):
             result = (self._respond if blocking else getattr(self, "_arespond", self._respond))(turn)
         if isinstance(result, tuple):
             return self._finish(said, result)
-        return self._finish_when_done(said, result)
-
-    async def _finish_when_done(self, assistant: Message, pending: Awaitable[StepResult]):
-        return self._finish(assistant, await pending)
+        return _then(result, self._finish, said)
 
     def check_reset_options(self, options: Any) -> dict[str, Any]:
         """`options` as a new dict, checked against `reset_options`; raises InvalidOptions naming valid ones."""
@@ -440,15 +437,6 @@ class TextEnv(LazySeeding):
             [user(f"Your reply could not be used: {problem}.{help_text}")], info={"format_error": problem}
         )
 
-    def _require_reset(self) -> None:
-        if not self._has_reset:
-            raise ResetNeeded(f"{type(self).__name__}: call reset() before step(); no episode has started")
-
-    def _refuse_after_end(self):
-        # Nothing is parsed, run or recorded, and the reward is exactly 0: an ended episode pays nothing.
-        terminated, truncated = self._ended_as
-        return refusal_after_end(terminated, truncated, self.turn)
-
     def _finish(self, assistant: Message, result: StepResult | tuple):
         # `assistant`: the turn as recorded (the reply's message, or a stand-in for an unreadable one).
         # `result`: a StepResult or the plain 5-tuple it stands for.
@@ -470,3 +458,8 @@ class TextEnv(LazySeeding):
             info["format_error"] = None
         info["turn"] = turn_number
         return messages, reward, terminated, truncated, info
+
+
+async def _then(pending: Awaitable[Any], finish: Callable[..., T], *args: Any) -> T:
+    """`finish(*args, what pending gives)`: the rest of a reset or step whose hook had to wait."""
+    return finish(*args, await pending)
