@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from chat.message import Message
-from envs.text_env import TextEnv
+from envs.core.text_env import TextEnv
 
 #: The id `register_bare_env` gives `BareGuessNumberEnv`.
 BARE_ENV_ID = "bench-bare-guess-number-v0"

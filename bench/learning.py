@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from envs.success_interval import wilson_interval  # noqa: E402
+from envs.baselines.success_interval import wilson_interval  # noqa: E402
 
 GREEDY_SUFFIX = "@greedy"
 # verl's per-step timings: generation, the reference and old-policy log-probs, the actor update.
@@ -293,7 +293,7 @@ def held_out_eval(model: str, out: Path, episodes: int, label: str) -> Path:
 
 def held_out_rows(saved: dict[str, Path], max_turns: int) -> dict[str, dict[str, float]]:
     """{label: row} for each saved evaluation, then the random player and the expert on the same seeds."""
-    from envs.behaviour import behaviour_rates_of, pool_behaviour
+    from envs.baselines.behaviour import behaviour_rates_of, pool_behaviour
     from rollout.baseline_table import baseline_rows
 
     rows: dict[str, dict[str, float]] = {}

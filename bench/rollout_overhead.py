@@ -26,7 +26,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 class LongChatEnv:
     """A minimal env of `turns` turns: each reply gets a tool result or a user message back.
 
-    It carries every member of the env contract (`envs.protocol.EnvProtocol`), so `run_episode` plays it,
+    It carries every member of the env contract (`envs.core.protocol.EnvProtocol`), so `run_episode` plays it,
     and costs next to nothing per step, so the figure is the rollout's own assembly.
     """
 

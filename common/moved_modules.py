@@ -28,14 +28,13 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         moves: {old dotted path: new dotted path}.
 
     Example:
-        >>> import sys, warnings
+        >>> import importlib, json, sys, warnings
         >>> hook = MovedModules({"oldplace_demo": "json"})
         >>> sys.meta_path.append(hook)
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
-        ...     import oldplace_demo
-        >>> import json
-        >>> oldplace_demo is json, str(caught[0].message)
+        ...     old = importlib.import_module("oldplace_demo")
+        >>> old is json, str(caught[0].message)
         (True, 'oldplace_demo moved to json; import it from there')
         >>> sys.meta_path.remove(hook); del sys.modules["oldplace_demo"]
     """
@@ -81,7 +80,7 @@ def keep_old_paths(moves: Mapping[str, str]) -> MovedModules:
     every class); the hook answers only the old names, so every other import goes on as before.
 
     Args:
-        moves: {old dotted path: new dotted path}, e.g. {"envs.text_env": "envs.core.text_env"}.
+        moves: {old dotted path: new dotted path}, e.g. {"envs.core.text_env": "envs.core.text_env"}.
 
     Returns:
         The installed hook (the one already installed for an equal table).

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import envs
 from chat.calls.formats import write_calls
 from common.cli_errors import ArgumentParser, UsageError, check_port_free, did_you_mean, run_cli
-from envs.text_env import render_transcript
+from envs.core.text_env import render_transcript
 
 # Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
 # hyperlinks, and two-byte ESC codes), then every other control character but newline and tab, C1 controls
@@ -138,7 +138,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "check":
         return _check(args.id, args.seeds, args.option)
     if args.command == "experts":
-        from envs.expert_evaluation import evaluate_experts, format_table, left_out_line
+        from envs.baselines.expert_evaluation import evaluate_experts, format_table, left_out_line
 
         if args.episodes < 1:
             raise UsageError(f"--episodes {args.episodes}: evaluate at least 1 seed per env")
@@ -159,7 +159,7 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _check(env_id: str, seeds: int, options: list[str]) -> int:
-    from envs.env_check import report, run_checks
+    from envs.registry.env_check import report, run_checks
 
     if seeds < 1:
         raise UsageError(f"--seeds {seeds}: check at least 1 seed")

@@ -175,7 +175,7 @@ def episode_health(traj: Any, tokenizer: Any) -> dict[str, Any]:
 
 def _behaviour_counts(counts: Mapping[str, int] | None) -> dict[str, float]:
     """Every count a registered env reports, by name (0.0 where this episode has none)."""
-    from envs.behaviour import behaviour_count_keys
+    from envs.baselines.behaviour import behaviour_count_keys
 
     counts = counts or {}
     return {key: float(counts.get(key, 0)) for key in behaviour_count_keys()}
@@ -209,7 +209,7 @@ def trajectory_to_output(
         traj,
         anchors=turn_anchors(traj),
         health=EpisodeHealth.from_mapping(episode_health(traj, tokenizer)),
-        # The env's behaviour counts (envs/behaviour.py), one column per count any env names.
+        # The env's behaviour counts (envs/baselines/behaviour.py), one column per count any env names.
         behaviour_columns=_behaviour_counts(m.get("behaviour")),
         **dict(failover or {}),
     )

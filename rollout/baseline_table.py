@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from envs.baseline_players import PLAYERS, play_baseline
-from envs.success_interval import wilson_interval
+from envs.baselines.baseline_players import PLAYERS, play_baseline
+from envs.baselines.success_interval import wilson_interval
 
 # The behaviour rates shown as columns when any row has them (others stay in the summary).
 COLUMNS = ("follow_rate", "in_range_rate", "repeat_rate", "with_text_rate", "readable_turn_rate")

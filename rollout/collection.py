@@ -247,7 +247,7 @@ def summarize(trajectories: list[Trajectory], failed: list[Trajectory] | None = 
             )
     env_ids = {t.env_id for t in trajectories}
     if len(env_ids) == 1:
-        from envs.behaviour import behaviour_rates_of, pool_behaviour
+        from envs.baselines.behaviour import behaviour_rates_of, pool_behaviour
 
         pooled = pool_behaviour([x.get("behaviour") for x in m], behaviour_rates_of(next(iter(env_ids))))
         out.update({f"behaviour/{k}": v for k, v in pooled.items()})

@@ -8,7 +8,7 @@ from typing import Any
 from chat.engine import Engine
 from chat.format import TemplateError
 from common.run_sync import run_sync
-from envs.protocol import EnvProtocol
+from envs.core.protocol import EnvProtocol
 from interactions.model_participant import ModelParticipant, describe_error
 
 __all__ = ["EngineOpponent", "OpponentEngineError", "attach_policy_opponent", "describe_error"]

@@ -19,7 +19,7 @@ from typing import Any
 from chat.engine import Engine, chat_kwargs
 from chat.format import ChatFormat
 from engines.engine import EngineRequestError
-from envs.protocol import conforms, missing_members
+from envs.core.protocol import conforms, missing_members
 from rollout.engine_opponent import attach_policy_opponent
 from rollout.failure_trace import describe_exception, record_first_failure
 from rollout.opening_prompt import opening_prompt
@@ -98,7 +98,7 @@ async def run_episode(
         if not conforms(env):
             missing = ", ".join(missing_members(env))
             raise EpisodeFailed(
-                f"{type(env).__name__} lacks the env contract (envs.protocol.EnvProtocol; missing: {missing}): "
+                f"{type(env).__name__} lacks the env contract (envs.core.protocol.EnvProtocol; missing: {missing}): "
                 "make it with envs.make, or subclass envs.TextEnv"
             )
         # `opponent="self"` (two-player TextArena games): the policy behind this engine plays the other seat.
@@ -281,7 +281,7 @@ def _interpret(
         clean = _THINK.sub("", text).strip() if strip_think else text
         return {"role": "assistant", "content": text}, clean, 0
     from chat.calls import parse_tool_calls
-    from envs.assistant_turn import AssistantTurn
+    from envs.core.assistant_turn import AssistantTurn
 
     parsed = parse_tool_calls(text, fmt.tool_call_format)
     content = _THINK.sub("", parsed.content).strip() if strip_think else parsed.content

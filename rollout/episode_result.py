@@ -14,7 +14,7 @@ else (as the dataset row's columns live in rollout/episode_row.py). The keys, as
     turngym_error          why it failed (``Type: message (at file:line in function)``)
     turngym_termination    how it ended (terminated, truncated, max_turns, budget, context_overflow, failed)
     turngym_health         {tool_env, valid_tool_turns, drifted_turns, generated_tokens}
-    turngym_behaviour      the env's behaviour counts (envs/behaviour.py), or None
+    turngym_behaviour      the env's behaviour counts (envs/baselines/behaviour.py), or None
     turngym_env_moves      how often it moved to another env server (rollout/env_servers.py)
     turngym_replayed       it moved and was replayed from its seed on another server
     turngym_failover       each move, as text

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from common.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
-from envs.success_interval import wilson_interval
+from envs.baselines.success_interval import wilson_interval
 from rollout.episode_pairs import pair_change, pair_episodes, verdict
 from rollout.trajectory import Trajectory
 
@@ -158,7 +158,7 @@ def run_stats(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     >>> s["success_rate"], [round(x, 2) for x in s["interval"]]
     (0.5, [0.09, 0.91])
     """
-    from envs.behaviour import behaviour_rates_of, pool_behaviour
+    from envs.baselines.behaviour import behaviour_rates_of, pool_behaviour
 
     ran = [t for t in trajectories if verdict(t) != "failed"]
     judged = [verdict(t) == "ok" for t in ran if verdict(t) != "none"]

@@ -169,8 +169,6 @@ def test_no_upward_arrow():
 # a module's own code, which an alias has none of. Every other moved path is an entry of a package's
 # `keep_old_paths` table (common/moved_modules.py) and has no file.
 FILE_SHIMS = {
-    "envs.messages": "chat.message",
-    "envs.remote.server": "envs.server.app",
     "rollout.named_models": "engines.named_models",
     "rollout.embedded_model": "engines.embedded_model",
     "rollout.serve": "engines.serve",

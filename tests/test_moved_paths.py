@@ -24,6 +24,10 @@ def test_the_tables_hold_the_moves_of_issue_35():
         ("interactions.engine", "chat.engine"),
         ("rollout.hf_engine", "engines.hf_engine"),
         ("rollout.chat_format", "chat.format"),
+        ("envs.messages", "chat.message"),
+        ("envs.remote.server", "envs.server.app"),
+        ("envs.text_env", "envs.core.text_env"),
+        ("envs.registration", "envs.registry.registration"),
     ]:
         assert aliased[old] == new
 

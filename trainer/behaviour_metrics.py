@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from envs.behaviour import behaviour_rates_of, rates_from_means
+from envs.baselines.behaviour import behaviour_rates_of, rates_from_means
 from rollout.episode_result import EpisodeResult
 
 # verl's validation metric of one reward_extra_info column: val-aux/<data source>/<column>/mean@<n>
@@ -84,7 +84,7 @@ def validation_source_lines(metrics: dict[str, Any]) -> list[str]:
     ...                          "val-aux/turngym/episodes": 64.0})
     ['g-v0: success 25.0% (95% 16%-37%), follow 50%']
     """
-    from envs.success_interval import wilson_interval
+    from envs.baselines.success_interval import wilson_interval
 
     episodes = int(metrics.get("val-aux/turngym/episodes", 0) or 0)
     successes = validation_success(metrics)

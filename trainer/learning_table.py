@@ -12,8 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from envs.baseline_players import PLAYERS, play_baseline
-from envs.success_interval import wilson_interval
+from envs.baselines.baseline_players import PLAYERS, play_baseline
+from envs.baselines.success_interval import wilson_interval
 from rollout.episode_kind import EpisodeKind
 from trainer.behaviour_metrics import validation_success
 

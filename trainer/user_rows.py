@@ -8,7 +8,7 @@ user's file itself is never written. A file holds one row per episode, in either
     env_id (str), seed (int), env_kwargs (optional: a dict, a JSON object string, or null)
     extra_info {env_id, seed, env_kwargs}            (rows trainer.run wrote, e.g. copied from a run)
 
-A row's env_kwargs may hold only what the env declares safe for clients (``envs.client_kwargs``: game
+A row's env_kwargs may hold only what the env declares safe for clients (``envs.registry.client_kwargs``: game
 options such as difficulty), checked before any env is built. Every problem (missing file or column,
 unregistered env id, bad seed or kwargs, a kwarg rows may not set, an env that cannot be built with
 them) is one line naming the key, the file and the row, raised before anything is written or started.
@@ -80,7 +80,7 @@ def read_episodes(path: Path, key: str) -> list[SeededKind]:
     import pandas as pd
 
     import envs
-    from envs.client_kwargs import ClientKwargError, check_client_kwargs
+    from envs.registry.client_kwargs import ClientKwargError, check_client_kwargs
 
     name = f"data.{key}={path}"
     if not path.is_file():

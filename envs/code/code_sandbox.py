@@ -8,12 +8,12 @@ from typing import Any
 
 from chat.calls.formats import write_calls
 from chat.message import system, user
-from envs.assistant_turn import AssistantTurn
 from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.code.submission_outcome import SubmissionOutcome
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
+from envs.core.assistant_turn import AssistantTurn
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
 
 _CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 

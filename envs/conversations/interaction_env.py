@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from chat.message import Message, system, user
-from envs.assistant_turn import AssistantTurn
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
+from envs.core.assistant_turn import AssistantTurn
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
 
 if TYPE_CHECKING:
     from interactions import Interaction, InteractionReply

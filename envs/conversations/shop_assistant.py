@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat.calls.formats import write_calls
 from envs.conversations.interaction_env import InteractionEnv
-from envs.step_result import StepResult
+from envs.core.step_result import StepResult
 
 if TYPE_CHECKING:
     from chat.calls.call import ToolCall

@@ -14,10 +14,10 @@ from collections import deque
 from typing import Any, ClassVar
 
 from chat.message import system, user
+from envs.core.step_result import StepResult
 from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
-from envs.step_result import StepResult
 
 Cell = tuple[int, int]
 LEGEND = "P you, _ frozen ice, O hole, G goal"

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envs.errors import InvalidAction
+from envs.core.errors import InvalidAction
 from tools import Tool, ToolResult
 
 # Per game class: `action_args_model()` defines a pydantic class, which costs ~1 ms each time.

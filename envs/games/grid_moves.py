@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from envs.errors import InvalidAction
+from envs.core.errors import InvalidAction
 
 Direction = Literal["up", "down", "left", "right"]
 STEPS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}

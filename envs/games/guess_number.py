@@ -8,9 +8,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from envs.errors import InvalidAction
+from envs.core.errors import InvalidAction
+from envs.core.step_result import StepResult
 from envs.games.text_game import TextGame, non_ascii_digits, one_move
-from envs.step_result import StepResult
 
 # A number not inside a word or after a decimal point; a `-` right after a digit is a dash (`1-100`).
 _NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?")
@@ -61,7 +61,7 @@ class GuessNumberEnv(TextGame[int]):
     reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden number."
     action_help = "Answer with the number only, for example: 10"
-    #: How `info["behaviour"]`'s counts turn into rates (envs/behaviour.py): name -> (count, out of).
+    #: How `info["behaviour"]`'s counts turn into rates (envs/baselines/behaviour.py): name -> (count, out of).
     behaviour_rates = {
         "follow_rate": ("followed", "after_feedback"),
         "in_range_rate": ("in_range", "guesses"),

@@ -7,10 +7,10 @@ from collections import deque
 from typing import Any
 
 from chat.message import system, user
+from envs.core.step_result import StepResult
 from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
-from envs.step_result import StepResult
 
 Cell = tuple[int, int]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from envs.assistant_turn import AssistantTurn
-from envs.errors import InvalidAction
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
+from envs.core.assistant_turn import AssistantTurn
+from envs.core.errors import InvalidAction
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -57,7 +57,7 @@ class TextGame(TextEnv, Generic[A]):
     default_difficulty: ClassVar[str] = "medium"
     action_tool_name: ClassVar[str] = "move"
     action_tool_description: ClassVar[str] = "Make a move."
-    #: Constructor kwargs a served env's clients may choose (envs.client_kwargs); the operator sets the rest.
+    #: Constructor kwargs a served env's clients may choose (envs.registry.client_kwargs); the operator sets the rest.
     client_kwargs: ClassVar[tuple[str, ...]] = ("difficulty", "action_tool")
 
     def __init__(

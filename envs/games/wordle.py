@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chat.message import system, user
-from envs.errors import InvalidAction
+from envs.core.errors import InvalidAction
+from envs.core.step_result import StepResult
 from envs.games.text_game import TextGame, one_move
-from envs.step_result import StepResult
 
 WORD_LIST = Path(__file__).parent / "data" / "wordle_words.txt"
 _LETTERS = re.compile(r"[A-Za-z]+")

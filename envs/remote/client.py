@@ -16,10 +16,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
+from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
+from envs.core.spaces import AssistantAction, ChatMessages
 from envs.remote.wire import RemoteEnvError, encode_action, to_json
-from envs.spaces import AssistantAction, ChatMessages
-from envs.turn_limits import DEFAULT_MAX_ACTION_CHARS
+from envs.tool_layer.turn_limits import DEFAULT_MAX_ACTION_CHARS
 
 #: Exception types the server names, raised again here so remote code fails as local code would.
 _RAISED_AS = {
@@ -33,7 +33,7 @@ _RAISED_AS = {
 
 
 class RemoteEnv(gym.Env):
-    """A session on an env server, with the env contract (`envs.protocol.EnvProtocol`) carried over HTTP:
+    """A session on an env server, with the env contract (`envs.core.protocol.EnvProtocol`) carried over HTTP:
     `reset`/`areset`, `step`/`astep`, `tool_schemas`, `max_action_chars`, `set_tool_call_format`, plus
     `expert_action`, `render`, `state` and `close`. What only the operator may set (the turn limits, the
     opponent) raises here with a message saying so.

@@ -18,10 +18,10 @@ import re
 from typing import Any
 
 from chat.message import Message, system, user
-from envs.errors import InvalidOptions
+from envs.core.errors import InvalidOptions
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
 from envs.remote.wire import RemoteEnvError
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
 
 _FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
 #: Fields of every OpenEnv action, and of every observation (whose reward and done travel beside it).

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from chat.calls.call import ToolCall
-from envs.assistant_turn import AssistantTurn
+from envs.core.assistant_turn import AssistantTurn
 
 #: Version of the session protocol, in every route (`/v1/...`).
 PROTOCOL = "v1"
@@ -64,7 +64,7 @@ def encode_action(action: Any) -> dict[str, Any]:
 
     Example:
         >>> from chat.calls import ToolCall
-        >>> from envs.assistant_turn import AssistantTurn
+        >>> from envs.core.assistant_turn import AssistantTurn
         >>> body = encode_action(AssistantTurn("hi", (ToolCall("call_0", "guess", {"n": 5}),), ("block 2: bad",)))
         >>> body["action"]["tool_calls"][0]["function"], body["action"]["call_errors"]
         ({'name': 'guess', 'arguments': {'n': 5}}, ['block 2: bad'])

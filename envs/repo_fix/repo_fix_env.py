@@ -7,14 +7,14 @@ from typing import Any
 
 from chat.calls.formats import write_calls
 from chat.message import system, user
-from envs.assistant_turn import AssistantTurn
 from envs.code.submission_outcome import SubmissionOutcome
+from envs.core.assistant_turn import AssistantTurn
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
 from envs.repo_fix.catalogue import template_source
 from envs.repo_fix.generator import DIFFICULTIES, RepoTask, generate
 from envs.repo_fix.repo_files import MAX_FILE_CHARS, RepoError, RepoFiles
 from envs.repo_fix.repo_grader import REPO_DIR, grade_repository, sandbox_files
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
 
 _FAILED_TEST = re.compile(r"^FAIL (tests/\S+::\w+)$", re.MULTILINE)
 TEST_COMMAND = "python3 run_tests.py"

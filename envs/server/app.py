@@ -13,7 +13,7 @@ Routes (JSON in, JSON out; every failure is `{"error": {"code", "message"}}` wit
     DELETE /v1/sessions/{id}               close the env
 
 Trust: a client chooses the env id, seed, reset options and the kwargs the env declares safe for clients
-(`envs.client_kwargs`); `max_turns` and `format_penalty` only stricter than the operator's. Everything else
+(`envs.registry.client_kwargs`); `max_turns` and `format_penalty` only stricter than the operator's. Everything else
 (isolation, sandbox backends and endpoints, tool files, paths, opponents) is set by the operator with
 `--env-kwargs ID:KEY=VALUE` or `--env-config FILE`; a client sending any of it gets 400 `refused_kwarg`
 naming the key, and nothing is made. Beyond loopback the server does not start without a token.
@@ -45,9 +45,9 @@ from typing import Any
 
 import envs
 from common.cli_errors import ArgumentParser, UsageError, run_cli
-from envs.client_kwargs import ClientKwargError, check_client_kwargs
-from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
-from envs.protocol import EnvProtocol
+from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
+from envs.core.protocol import EnvProtocol
+from envs.registry.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.remote.wire import decode_action, to_json
 from serving import (
     AdmissionGate,
@@ -453,7 +453,7 @@ async def render(state: ServerState, request: Any) -> Any:
     """GET /v1/sessions/{id}/render: the episode's transcript as text (null before a reset)."""
 
     async def work(session: Session) -> Any:
-        from envs.text_env import render_transcript
+        from envs.core.text_env import render_transcript
 
         transcript = getattr(session.env.unwrapped, "transcript", None)
         return _reply({"text": render_transcript(transcript) if transcript is not None else None})

@@ -21,7 +21,7 @@ _MESSAGE = {
 }
 
 # An action message may say it was parsed already: `call_errors` (why calls could not be read) marks a
-# turn the env uses as it is (see envs.assistant_turn for its bounds).
+# turn the env uses as it is (see envs.core.assistant_turn for its bounds).
 _ACTION_MESSAGE = {
     **_MESSAGE,
     "properties": {

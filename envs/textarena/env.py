@@ -10,9 +10,9 @@ from collections.abc import Generator
 from typing import Any
 
 from chat.message import Message, system, user
-from envs.assistant_turn import AssistantTurn
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
+from envs.core.assistant_turn import AssistantTurn
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
 from envs.textarena.action_formats import action_format
 from envs.textarena.catalog import Game, game
 from envs.textarena.episode_random import EpisodeRandom

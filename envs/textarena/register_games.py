@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envs.registration import register
+from envs.registry.registration import register
 from envs.textarena.catalog import adapted_games
 
 CATEGORIES = {1: "textarena-single-player", 2: "textarena-two-player"}

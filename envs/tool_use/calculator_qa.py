@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.errors import InvalidOptions
+from envs.core.errors import InvalidOptions
 from envs.tool_use.tool_qa import Question, ToolQAEnv, numbers_match
 
 

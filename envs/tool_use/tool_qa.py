@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from chat.calls.formats import write_calls
 from chat.message import system, user
-from envs.assistant_turn import AssistantTurn
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
+from envs.core.assistant_turn import AssistantTurn
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
 
 if TYPE_CHECKING:
     from chat.calls.call import ToolCall

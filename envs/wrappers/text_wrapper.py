@@ -7,12 +7,12 @@ from typing import Any
 
 import gymnasium as gym
 
-from envs.episode_end import refusal_after_end
-from envs.protocol import ForwardsEnvProtocol
+from envs.core.episode_end import refusal_after_end
+from envs.core.protocol import ForwardsEnvProtocol
 
 
 class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
-    """A Gymnasium wrapper that also forwards the env contract (`envs.protocol.EnvProtocol`): `areset`,
+    """A Gymnasium wrapper that also forwards the env contract (`envs.core.protocol.EnvProtocol`): `areset`,
     `astep`, `tool_schemas`, the tool-call format, the turn limits and the opponent hook, plus `tools`
     and `expert_action`.
 

@@ -265,7 +265,7 @@ def test_bounded_helpers_never_raise_on_deep_python_values():
 def test_env_and_rollout_record_the_same_call(fmt):
     """The env's transcript and the rollout's message hold a call exactly as `ToolCall.to_openai` writes it."""
     import envs
-    from envs.assistant_turn import read_action
+    from envs.core.assistant_turn import read_action
 
     calls = [ToolCall("call_0", "guess", {"number": 50})]
     text = format_tool_calls(calls, fmt)
@@ -281,7 +281,7 @@ def test_env_and_rollout_record_the_same_call(fmt):
 
 
 def test_json_string_arguments_stay_as_given():
-    from envs.assistant_turn import read_action
+    from envs.core.assistant_turn import read_action
 
     raw = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
     turn = read_action({"role": "assistant", "content": "", "tool_calls": [raw]}, max_chars=1000)

@@ -77,12 +77,12 @@ def test_load_entry_point_rules():
 
 def test_every_registry_is_one_registry():
     import chat.calls.formats
-    import envs.registration
+    import envs.registry.registration
     import interactions.registry
     import tools.builtin
 
     for reg in (
-        envs.registration._REGISTRY,
+        envs.registry.registration._REGISTRY,
         interactions.registry._REGISTRY,
         tools.builtin.BUILTINS,
         chat.calls.formats._FORMATS,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from envs.baseline_players import play_baseline
-from envs.behaviour import pool_behaviour
+from envs.baselines.baseline_players import play_baseline
+from envs.baselines.behaviour import pool_behaviour
 
 
 def test_random_and_expert_on_the_same_seeds_are_reproducible_and_ordered():

@@ -358,7 +358,7 @@ def test_bad_worker_count_is_one_line(workers):
 
 
 def test_pooled_env_keeps_the_env_contract(steady_servers):
-    from envs.protocol import EnvProtocol, missing_members
+    from envs.core.protocol import EnvProtocol, missing_members
 
     urls = steady_servers
     env = envs.make(ENV_ID, remote=urls)

@@ -1,4 +1,4 @@
-"""The env core of issue 35: the tool layer (`envs.env_tools.EnvTools`) uses an env only through public
+"""The env core of issue 35: the tool layer (`envs.tool_layer.env_tools.EnvTools`) uses an env only through public
 members, one respond hook serves `step` and `astep` (sync or `async def`), and the end of an episode is
 recorded once, by the base env, for the whole wrapper stack."""
 
@@ -13,11 +13,11 @@ import pytest
 import envs
 from chat.calls import ToolCall
 from chat.message import user
-from envs.assistant_turn import AssistantTurn
-from envs.env_tools import EnvTools
-from envs.errors import ResetNeeded
-from envs.step_result import StepResult
-from envs.text_env import TextEnv
+from envs.core.assistant_turn import AssistantTurn
+from envs.core.errors import ResetNeeded
+from envs.core.step_result import StepResult
+from envs.core.text_env import TextEnv
+from envs.tool_layer.env_tools import EnvTools
 from envs.wrappers import MaxTurns
 from tools import tool
 
@@ -77,8 +77,10 @@ def test_the_text_env_and_the_tool_modules_do_not_import_each_other():
         tree = ast.parse((ROOT / path).read_text())
         return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
 
-    assert "envs.text_env" not in imported("envs/tool_turn.py") | imported("envs/env_tools.py")
-    assert "envs.env_tools" not in imported("envs/tool_turn.py")
+    assert "envs.core.text_env" not in imported("envs/tool_layer/tool_turn.py") | imported(
+        "envs/tool_layer/env_tools.py"
+    )
+    assert "envs.tool_layer.env_tools" not in imported("envs/tool_layer/tool_turn.py")
 
 
 class Echo(TextEnv):

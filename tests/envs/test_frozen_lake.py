@@ -120,7 +120,7 @@ def test_hostile_replies_move_nothing(reply):
 def test_check_env_and_options():
     env = envs.make("frozen-lake-v0")
     check_env(env.unwrapped, skip_render_check=False)
-    with pytest.raises(envs.errors.InvalidOptions):
+    with pytest.raises(envs.core.errors.InvalidOptions):
         env.reset(options={"slippery": True})
     _, info = env.reset(seed=0, options={"difficulty": "hard"})
     assert info["difficulty"] == "hard" and info["slip"] > 0

@@ -11,7 +11,7 @@ import gymnasium
 import pytest
 
 import envs
-from envs.errors import InvalidOptions, ResetNeeded
+from envs.core.errors import InvalidOptions, ResetNeeded
 
 # TextArena's games have no scripted expert; tests/envs/test_textarena.py runs the battery on them.
 ALL_IDS = [s.id for s in envs.list_envs() if not s.category.startswith("textarena")]

@@ -11,7 +11,7 @@ import math
 import pytest
 
 import envs
-from envs.client_kwargs import MAX_FORMAT_PENALTY, MAX_TURNS, ClientKwargError, check_client_kwargs
+from envs.registry.client_kwargs import MAX_FORMAT_PENALTY, MAX_TURNS, ClientKwargError, check_client_kwargs
 
 
 def _return_with(penalty: float) -> float:

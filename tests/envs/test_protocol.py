@@ -1,4 +1,4 @@
-"""The env contract (envs.protocol): TextEnv implements it, wrappers forward it, callers use only it."""
+"""The env contract (envs.core.protocol): TextEnv implements it, wrappers forward it, callers use only it."""
 
 import asyncio
 
@@ -6,9 +6,9 @@ import gymnasium
 import pytest
 
 import envs
-from envs.errors import InvalidOptions
-from envs.protocol import PROTOCOL_MEMBERS, EnvProtocol, conforms, missing_members
-from envs.text_env import TextEnv
+from envs.core.errors import InvalidOptions
+from envs.core.protocol import PROTOCOL_MEMBERS, EnvProtocol, conforms, missing_members
+from envs.core.text_env import TextEnv
 from envs.wrappers import EpisodeLimits, RewardShaping, TextWrapper
 from tools import Tool, ToolResult
 

@@ -176,7 +176,7 @@ def test_make_of_a_spec_says_what_it_cannot_rebuild():
 
 def test_the_make_shortcut_keeps_each_call_its_own():
     """A call resolved before only builds; a different call (value, its type, the spec) resolves again."""
-    from envs import registration
+    from envs.registry import registration
 
     seen = []
 
@@ -212,7 +212,7 @@ def test_the_make_shortcut_keeps_each_call_its_own():
 
 
 def test_the_make_shortcut_is_bounded(monkeypatch):
-    from envs import registration
+    from envs.registry import registration
 
     monkeypatch.setattr(registration, "_MADE_LIMIT", 4)
     for seed in range(10):

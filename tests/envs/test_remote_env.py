@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import envs
-from envs.errors import InvalidOptions, ResetNeeded, UnknownEnvError
+from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote import RemoteEnvError
 from serving.loopback_server import free_port, spawn_server, stop_server
 
@@ -357,8 +357,8 @@ def test_rollout_episode_runs_on_a_remote_env(server):
 
 
 def test_remote_env_has_the_env_contract(server):
-    """RemoteEnv implements envs.protocol.EnvProtocol: areset as reset, and a clear refusal of what is the operator's."""
-    from envs.protocol import EnvProtocol, conforms
+    """RemoteEnv implements envs.core.protocol.EnvProtocol: areset as reset, and a clear refusal of what is the operator's."""
+    from envs.core.protocol import EnvProtocol, conforms
 
     local, remote = envs.make("guess-number-v0"), envs.make("guess-number-v0", remote=server)
     try:

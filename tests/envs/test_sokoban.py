@@ -131,7 +131,7 @@ def test_hostile_replies_move_nothing(reply):
 def test_check_env_and_options():
     env = envs.make("sokoban-v0")
     check_env(env.unwrapped, skip_render_check=False)
-    with pytest.raises(envs.errors.InvalidOptions, match="difficulty"):
+    with pytest.raises(envs.core.errors.InvalidOptions, match="difficulty"):
         env.reset(options={"difficulty": "extreme"})
     _, info = env.reset(seed=0, options={"difficulty": "hard"})
     assert info["difficulty"] == "hard" and info["boxes"] == 3

@@ -168,7 +168,7 @@ def test_step_after_max_turns_refuses_and_reset_starts_over():
 
 
 def test_step_before_reset_raises_reset_needed():
-    from envs.errors import ResetNeeded
+    from envs.core.errors import ResetNeeded
 
     with pytest.raises(ResetNeeded, match="reset"):
         envs.make("guess-number-v0").step("50")
@@ -300,11 +300,11 @@ def test_no_pydantic_class_is_made_per_env():
 
 
 def test_a_tool_call_turn_is_read_once(monkeypatch):
-    import envs.text_env
+    import envs.core.text_env
 
     reads = []
-    real = envs.text_env.read_action
-    monkeypatch.setattr(envs.text_env, "read_action", lambda *a, **k: reads.append(1) or real(*a, **k))
+    real = envs.core.text_env.read_action
+    monkeypatch.setattr(envs.core.text_env, "read_action", lambda *a, **k: reads.append(1) or real(*a, **k))
     env = envs.make("guess-number-v0")
     env.reset(seed=0)
     env.step(_guess_call(50))
@@ -315,7 +315,7 @@ def test_a_tool_call_turn_is_read_once(monkeypatch):
 def test_seeded_generator_is_gymnasiums():
     from gymnasium.utils import seeding
 
-    from envs.seeding import np_random
+    from envs.core.seeding import np_random
 
     seeds = [*range(64), 2**31 - 1, 2**32, 2**64 + 5, 2**130 + 7, 10**40]
     for seed in seeds:
@@ -354,7 +354,7 @@ def test_reset_seed_builds_gymnasiums_generator_on_first_use():
 
 
 def test_quick_random_is_seeded_from_the_reset_seed():
-    from envs.splitmix import SplitMix64
+    from envs.core.splitmix import SplitMix64
 
     assert SplitMix64(0).next_u64() == 0xE220A8397B1DCDAF  # the reference SplitMix64 stream
     env = envs.make("guess-number-v0").unwrapped

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import envs
-from envs.errors import InvalidAction
+from envs.core.errors import InvalidAction
 from envs.games.tic_tac_toe import EMPTY, TicTacToeEnv, best_move, minimax, winner
 
 

@@ -1,4 +1,4 @@
-"""A turn's tool calls (envs.tool_turn): concurrent tools overlap, results keep call order, limits still hold."""
+"""A turn's tool calls (envs.tool_layer.tool_turn): concurrent tools overlap, results keep call order, limits still hold."""
 
 import asyncio
 import threading

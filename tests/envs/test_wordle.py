@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envs
-from envs.errors import InvalidAction
+from envs.core.errors import InvalidAction
 from envs.games.wordle import WordleEnv, feedback, load_words
 
 

@@ -18,7 +18,7 @@ import chat.calls
 import chat.calls.formats
 import envs
 from chat.calls import write_calls
-from envs.assistant_turn import AssistantTurn
+from envs.core.assistant_turn import AssistantTurn
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
 

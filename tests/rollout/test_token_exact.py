@@ -12,7 +12,7 @@ import random
 import pytest
 
 from chat.format import ChatFormat
-from envs.assistant_turn import AssistantTurn
+from envs.core.assistant_turn import AssistantTurn
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
 

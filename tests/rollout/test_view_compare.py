@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from envs.success_interval import wilson_interval
+from envs.baselines.success_interval import wilson_interval
 from rollout import view
 from rollout.episode_pairs import pair_change, pair_episodes
 from rollout.trajectory import Trajectory, TurnRecord

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from envs.errors import InvalidOptions
+from envs.core.errors import InvalidOptions
 
 
 def check_options(owner: str, declared: dict[str, Any] | None, options: Any) -> dict[str, Any]:
@@ -30,7 +30,7 @@ def check_options(owner: str, declared: dict[str, Any] | None, options: Any) -> 
         >>> check_options("Game", {"difficulty": ("easy", "hard")}, {"difficulty": "medium"})
         Traceback (most recent call last):
         ...
-        envs.errors.InvalidOptions: Game: reset option 'difficulty' must be one of 'easy', 'hard', got 'medium'
+        envs.core.errors.InvalidOptions: Game: reset option 'difficulty' must be one of 'easy', 'hard', got 'medium'
     """
     if options is None:
         return {}

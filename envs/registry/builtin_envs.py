@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envs.registration import register
+from envs.registry.registration import register
 
 register(
     "guess-number-v0",

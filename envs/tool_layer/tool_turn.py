@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chat.message import Message, tool_result, user
-from envs.step_result import StepResult
+from envs.core.step_result import StepResult
 
 if TYPE_CHECKING:
     from chat.calls import ToolCall
-    from envs.assistant_turn import AssistantTurn
+    from envs.core.assistant_turn import AssistantTurn
     from tools import Tool, ToolResult
     from tools.registry import ToolRegistry
 
 
 class ToolTurnHost(Protocol):
-    """What running a turn's calls needs of the tool layer (`envs.env_tools.EnvTools` is one)."""
+    """What running a turn's calls needs of the tool layer (`envs.tool_layer.env_tools.EnvTools` is one)."""
 
     env: Any  # the `env` in each call's context
     max_tool_calls_per_turn: int | None
@@ -74,7 +74,7 @@ async def run_tool_turn(host: ToolTurnHost | Any, turn: AssistantTurn) -> StepRe
     """Run the tool calls of `turn` within the per-turn limits; one tool message per call.
 
     Args:
-        host: The tool layer (`envs.env_tools.EnvTools`, or an env, whose `env_tools` is taken): its
+        host: The tool layer (`envs.tool_layer.env_tools.EnvTools`, or an env, whose `env_tools` is taken): its
             episode tools answer the calls, its `max_tool_calls_per_turn` and `max_tool_time_s` bound the
             turn, and its `after_tool_call` hook sees each result in call order.
         turn: The assistant turn, with its parsed `tool_calls` and the `call_errors` of calls it could

@@ -34,7 +34,7 @@ class EnvProtocol(Protocol):
 
     Example:
         >>> import envs
-        >>> from envs.protocol import EnvProtocol
+        >>> from envs.core.protocol import EnvProtocol
         >>> env = envs.make("guess-number-v0")
         >>> isinstance(env, EnvProtocol)
         True

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from envs.seeding import np_random
-from envs.splitmix import SplitMix64
+from envs.core.seeding import np_random
+from envs.core.splitmix import SplitMix64
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,13 +44,13 @@ class LazySeeding(gym.Env):
         if type(seed) is int and seed >= 0:
             self._generator, self._pending_seed, self._np_random_seed = None, seed, seed
         else:
-            # Anything else takes Gymnasium's own path, its errors included (see envs.seeding).
+            # Anything else takes Gymnasium's own path, its errors included (see envs.core.seeding).
             self._np_random, self._np_random_seed = np_random(seed)
         self._quick_random = None
 
     @property
     def quick_random(self) -> SplitMix64:
-        """A cheap generator (`envs.splitmix.SplitMix64`) for envs that draw a few numbers per episode.
+        """A cheap generator (`envs.core.splitmix.SplitMix64`) for envs that draw a few numbers per episode.
 
         Seeded from `reset(seed=...)` like `np_random`, with its own stream; an env never seeded takes
         the seed of `np_random` (fresh entropy, as Gymnasium's). Unseeded resets continue the stream.

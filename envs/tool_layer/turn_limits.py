@@ -1,11 +1,11 @@
 """The per-turn limits of a TextEnv, their defaults and checks: the longest reply it reads (and so its action
-space), and how many tool calls and how much tool time one turn may use (kept by `envs.env_tools.EnvTools`)."""
+space), and how many tool calls and how much tool time one turn may use (kept by `envs.tool_layer.env_tools.EnvTools`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from envs.reset_options import is_int
+from envs.core.reset_options import is_int
 
 DEFAULT_MAX_TOOL_CALLS_PER_TURN = 8
 DEFAULT_MAX_TOOL_TIME_S = 30.0

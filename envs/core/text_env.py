@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from chat.calls.formats import get_format, may_hold_calls
 from chat.message import Message, user
 from common.run_sync import run_sync
-from envs.assistant_turn import AssistantTurn, read_action
-from envs.env_tools import EnvTools
-from envs.episode_end import refusal_after_end
-from envs.errors import InvalidAction, ResetNeeded
-from envs.extra_tools import resolve_extra_tools
-from envs.lazy_seeding import LazySeeding
-from envs.reset_options import check_options
-from envs.reset_options import describe_options as describe_options  # public here before the split
-from envs.spaces import AssistantAction, ChatMessages
-from envs.step_result import StepResult
-from envs.transcript import render_transcript, unreadable_reply
-from envs.turn_limits import (
+from envs.core.assistant_turn import AssistantTurn, read_action
+from envs.core.episode_end import refusal_after_end
+from envs.core.errors import InvalidAction, ResetNeeded
+from envs.core.lazy_seeding import LazySeeding
+from envs.core.reset_options import check_options
+from envs.core.reset_options import describe_options as describe_options  # public here before the split
+from envs.core.spaces import AssistantAction, ChatMessages
+from envs.core.step_result import StepResult
+from envs.core.transcript import render_transcript, unreadable_reply
+from envs.tool_layer.env_tools import EnvTools
+from envs.tool_layer.extra_tools import resolve_extra_tools
+from envs.tool_layer.turn_limits import (
     DEFAULT_MAX_ACTION_CHARS,
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_TIME_S,
@@ -37,11 +37,11 @@ if TYPE_CHECKING:
 
 
 class TextEnv(LazySeeding):
-    """A multi-turn text environment: the env contract (`envs.protocol.EnvProtocol`) on chat messages.
+    """A multi-turn text environment: the env contract (`envs.core.protocol.EnvProtocol`) on chat messages.
 
     `reset` returns the opening conversation and `step` the messages to append. An action is the
     assistant's text or a parsed assistant message (content + OpenAI-style `tool_calls`). Tool calls go to
-    the env's tool layer (`env_tools`, an `envs.env_tools.EnvTools`: its own tools plus any given by
+    the env's tool layer (`env_tools`, an `envs.tool_layer.env_tools.EnvTools`: its own tools plus any given by
     `tools=`) and come back as `tool` messages. An action the env cannot read never raises: the reply says
     what was wrong and `info["format_error"]` is set. After the episode ends, `step` takes no action and
     pays nothing until `reset`; `step` before the first `reset` raises `ResetNeeded`.
@@ -52,7 +52,7 @@ class TextEnv(LazySeeding):
     `reset(options=...)` keys they read in `reset_options`.
 
     Args:
-        tools: Extra tools: built-in names, YAML paths or Tool objects (see `envs.extra_tools`).
+        tools: Extra tools: built-in names, YAML paths or Tool objects (see `envs.tool_layer.extra_tools`).
         render_mode: "ansi" (`render` returns the transcript) or "human" (it prints it).
         max_action_chars: The longest reply read; a longer one is a format error.
         max_tool_calls_per_turn: Calls past this many in one turn are not run (None: no cap).
@@ -60,7 +60,7 @@ class TextEnv(LazySeeding):
 
     Example:
         >>> from chat.message import user
-        >>> from envs.step_result import StepResult
+        >>> from envs.core.step_result import StepResult
         >>> class Greet(TextEnv):
         ...     def _reset(self, options):
         ...         return [user("Say hi.")], {}
@@ -82,7 +82,7 @@ class TextEnv(LazySeeding):
     tool_call_format: str | None = "hermes"
     #: What the agent is told about the expected reply when its reply cannot be used.
     action_help: str = ""
-    #: The `reset(options=...)` keys this env reads, each with what it accepts (see `envs.reset_options`).
+    #: The `reset(options=...)` keys this env reads, each with what it accepts (see `envs.core.reset_options`).
     #: Other keys and values raise InvalidOptions naming the valid ones. None checks nothing.
     reset_options: ClassVar[dict[str, Any] | None] = None
     #: Whether the other player is the policy itself (`opponent="self"`); envs with opponents override it.
@@ -126,7 +126,7 @@ class TextEnv(LazySeeding):
 
     @property
     def env_tools(self) -> EnvTools:
-        """The tool layer (`envs.env_tools.EnvTools`): tools, per-episode copies, per-turn tool limits."""
+        """The tool layer (`envs.tool_layer.env_tools.EnvTools`): tools, per-episode copies, per-turn tool limits."""
         if self._env_tools is None:
             self._env_tools = EnvTools(self)
         return self._env_tools
@@ -367,7 +367,7 @@ class TextEnv(LazySeeding):
 
     @property
     def observation_space(self) -> ChatMessages:
-        """Lists of chat messages (`envs.spaces.ChatMessages`)."""
+        """Lists of chat messages (`envs.core.spaces.ChatMessages`)."""
         if self._observation_space is None:
             self._observation_space = ChatMessages()
         return self._observation_space
@@ -378,7 +378,7 @@ class TextEnv(LazySeeding):
 
     @property
     def action_space(self) -> AssistantAction:
-        """Assistant turns within `max_action_chars` (`envs.spaces.AssistantAction`)."""
+        """Assistant turns within `max_action_chars` (`envs.core.spaces.AssistantAction`)."""
         if self._action_space is None:
             self._action_space = AssistantAction(self.max_action_chars)
         return self._action_space

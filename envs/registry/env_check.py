@@ -12,7 +12,7 @@ that raised shows the exception's traceback under its line, so the env's file an
   malformed and unknown tool calls, deep nesting, a non-text action: each is answered (an observation in
   the observation space, a finite reward, an info dict), never raised.
 - random / expert: the env's `random_action` and `expert_action` players on the seeds
-  (`envs.baseline_players.play_baseline`); an expert that never succeeds and earns nothing, or does worse
+  (`envs.baselines.baseline_players.play_baseline`); an expert that never succeeds and earns nothing, or does worse
   than the random player, fails (one that only draws, as in tic-tac-toe against a perfect opponent, passes).
 """
 
@@ -253,7 +253,7 @@ def _bad_step(env: Any, obs: Any, reward: Any, terminated: Any, truncated: Any, 
 def _check_player(
     env_id: str, player: str, seeds: Sequence[int], kwargs: dict[str, Any], played: dict[str, Any]
 ) -> CheckResult:
-    from envs.baseline_players import play_baseline
+    from envs.baselines.baseline_players import play_baseline
 
     result = played[player] = play_baseline(env_id, player, list(seeds), kwargs, max_turns=200)
     if result is None:

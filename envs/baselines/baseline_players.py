@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.behaviour import pool_behaviour
+from envs.baselines.behaviour import pool_behaviour
 
 PLAYERS = ("random", "expert")
 
@@ -57,7 +57,7 @@ def play_baseline(
     (1.0, 1.0)
     """
     import envs
-    from envs.behaviour import behaviour_rates_of
+    from envs.baselines.behaviour import behaviour_rates_of
 
     if player not in PLAYERS:
         raise ValueError(f"unknown player {player!r}; choose from {', '.join(PLAYERS)}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chat.calls.formats import may_hold_calls
-from envs.errors import InvalidAction
+from envs.core.errors import InvalidAction
 
 if TYPE_CHECKING:
     from chat.calls.call import ToolCall
@@ -78,7 +78,7 @@ def read_action(
         ('ok', 'guess')
         >>> read_action(AssistantTurn("", (), ("bad",) * 200), max_chars=100)
         Traceback (most recent call last):
-        envs.errors.InvalidAction: 200 call_errors; at most 128 per turn
+        envs.core.errors.InvalidAction: 200 call_errors; at most 128 per turn
     """
     if isinstance(action, str):
         if (

@@ -12,8 +12,8 @@ import gymnasium
 from gymnasium.envs.registration import WrapperSpec
 
 from common.registration import Registry, check_entry_point, load_entry_point
-from envs.errors import UnknownEnvError
-from envs.protocol import conforms
+from envs.core.errors import UnknownEnvError
+from envs.core.protocol import conforms
 from envs.wrappers import EpisodeLimits
 
 GYM_NAMESPACE = "turngym"

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from common.run_sync import run_sync
-from envs.tool_turn import run_tool_turn
-from envs.turn_limits import (
+from envs.tool_layer.tool_turn import run_tool_turn
+from envs.tool_layer.turn_limits import (
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_TIME_S,
     checked_tool_calls,
@@ -21,8 +21,8 @@ from envs.turn_limits import (
 )
 
 if TYPE_CHECKING:
-    from envs.assistant_turn import AssistantTurn
-    from envs.step_result import StepResult
+    from envs.core.assistant_turn import AssistantTurn
+    from envs.core.step_result import StepResult
     from tools import Tool
     from tools.registry import ToolRegistry
 
@@ -36,7 +36,7 @@ class EnvTools:
     Args:
         env: The env the tools serve: its `own_tools()` come first, its `after_tool_call` hook sees each
             result, and it is the `env` in each call's context. Held weakly: the env owns this layer.
-        extra: Tools given with `tools=`, already resolved (see `envs.extra_tools`).
+        extra: Tools given with `tools=`, already resolved (see `envs.tool_layer.extra_tools`).
         max_tool_calls_per_turn: Calls past this many in one turn are not run (None: no cap).
         max_tool_time_s: Seconds of tool time one turn may use in all (None: no budget).
 
@@ -109,7 +109,7 @@ class EnvTools:
         return self.env.after_tool_call(call, result, turn_info)
 
     async def run_turn(self, turn: AssistantTurn) -> StepResult:
-        """Run `turn`'s tool calls within the per-turn limits (see `envs.tool_turn.run_tool_turn`)."""
+        """Run `turn`'s tool calls within the per-turn limits (see `envs.tool_layer.tool_turn.run_tool_turn`)."""
         return await run_tool_turn(self, turn)
 
     def release(self) -> None:
