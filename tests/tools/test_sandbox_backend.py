@@ -87,12 +87,16 @@ def test_run_sync_outside_and_inside_a_loop_returns_and_raises():
 
 
 def test_one_run_sync_is_used_everywhere():
-    import envs.code.code_sandbox
     import envs.core.text_env
     import interactions.llm_user
     import rollout.collection
     from tools.tool import Tool
 
-    for module in (envs.core.text_env, envs.code.code_sandbox, interactions.llm_user, rollout.collection):
+    for module in (
+        envs.core.text_env,
+        interactions.llm_user,
+        interactions.model_participant,
+        rollout.collection,
+    ):
         assert module.run_sync is run_sync
     assert "run_sync" in Tool.call_sync.__code__.co_names
