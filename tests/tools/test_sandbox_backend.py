@@ -95,7 +95,6 @@ def test_one_run_sync_is_used_everywhere():
     for module in (
         envs.core.text_env,
         interactions.llm_user,
-        interactions.model_participant,
         rollout.collection,
     ):
         assert module.run_sync is run_sync
