@@ -32,7 +32,6 @@ class LongChatEnv:
 
     max_action_chars = 32768
     tool_call_format: str | None = "hermes"
-    wants_policy_opponent = False
 
     def __init__(self, turns: int):
         self.turns = turns
@@ -69,9 +68,6 @@ class LongChatEnv:
 
     def set_turn_limits(self, **limits):
         pass
-
-    def attach_policy_opponent(self, opponent):
-        raise ValueError("LongChatEnv has no opponent seat")
 
     async def astep(self, action):
         self.t += 1

@@ -19,7 +19,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from rollout.env_servers import env_server_kwargs, failover_moves
-from rollout.episode import EpisodeConfig, run_episode
+from rollout.episode import EpisodeConfig, run_episode, with_policy_as_opponent
 from rollout.episode_budgets import run_turn_limit
 from rollout.episode_result import EpisodeHealth, EpisodeResult
 from rollout.episode_row import AGENT_NAME, EpisodeRow
@@ -71,6 +71,11 @@ class TurnGymAgentLoop(AgentLoopBase):
             row = EpisodeRow.from_row(kwargs)
             env_id, seed = row.env_id, row.seed
             play_kwargs = {**row.play_kwargs(), **self.env_servers}
+            sampling = row.sampling(sampling_params)
+            if not self.env_servers:  # a served env's opponent is its operator's (a callable cannot travel)
+                play_kwargs = with_policy_as_opponent(
+                    play_kwargs, self.server_manager, self.tokenizer, self.episode_config, sampling
+                )
             if self.env_servers:
                 # Opening a session is an HTTP call (a hung server holds it until the timeout): keep
                 # the other episodes of this worker's event loop going meanwhile.
@@ -82,7 +87,7 @@ class TurnGymAgentLoop(AgentLoopBase):
                 self.server_manager,
                 self.tokenizer,
                 seed=seed,
-                sampling_params=row.sampling(sampling_params),
+                sampling_params=sampling,
                 config=self.episode_config,
                 request_id=uuid.uuid4().hex,
                 env_id=env_id,

@@ -14,7 +14,7 @@ from typing import Any
 
 from chat.engine import Engine
 from common.run_sync import run_sync
-from rollout.episode import EpisodeConfig, run_episode
+from rollout.episode import EpisodeConfig, run_episode, with_policy_as_opponent
 from rollout.trajectory import Trajectory, TrajectoryBatch
 
 #: What `collect` takes as `env`: an env id, an env made by `envs.make` (copied from its spec), or a
@@ -23,15 +23,23 @@ EnvSource = str | Callable[..., Any] | Any
 
 
 def env_factory(
-    env: EnvSource, env_kwargs: dict[str, Any] | None = None
+    env: EnvSource,
+    env_kwargs: dict[str, Any] | None = None,
+    with_opponent: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> tuple[Callable[[], Any], str | None]:
-    """(a function making one fresh env per episode, the env id) from `env`; TypeError/UnknownEnvError at once."""
+    """(a function making one fresh env per episode, the env id) from `env`; TypeError/UnknownEnvError at once.
+
+    `with_opponent` turns each episode's make kwargs into the ones it is made with (the policy as
+    `opponent="self"`, `rollout.episode.with_policy_as_opponent`); a factory of your own gets the kwargs
+    as they are.
+    """
     kwargs = dict(env_kwargs or {})
+    per_episode = with_opponent or dict
     if isinstance(env, str):
         import envs
 
         envs.spec(env)  # an unknown id fails here, naming the closest ones, not as N failed episodes
-        return lambda: envs.make(env, **kwargs), env
+        return lambda: envs.make(env, **per_episode(kwargs)), env
     from envs.remote.client import RemoteEnv
 
     if isinstance(getattr(env, "unwrapped", None), RemoteEnv):
@@ -49,7 +57,7 @@ def env_factory(
         settings = {"max_turns": made_from.max_turns, "format_penalty": made_from.format_penalty}
         settings.update(made_from.kwargs)
         settings.update(kwargs)
-        return lambda: envs.make(made_from.id, **settings), made_from.id
+        return lambda: envs.make(made_from.id, **per_episode(settings)), made_from.id
     if _is_env_instance(env):
         raise TypeError(
             f"collect got an env instance ({type(env).__name__}) that was not made by envs.make, so it "
@@ -117,7 +125,11 @@ async def acollect(
         >>> [t.seed for t in batch]  # doctest: +SKIP
         [0, 1]
     """
-    new_env, env_id = env_factory(env, env_kwargs)
+    new_env, env_id = env_factory(
+        env,
+        env_kwargs,
+        lambda kwargs: with_policy_as_opponent(kwargs, engine, tokenizer, config, sampling_params),
+    )
     sem = asyncio.Semaphore(max(1, concurrency))
     groups = [uuid.uuid4().hex for _ in range((n_episodes + group_size - 1) // group_size)]
 

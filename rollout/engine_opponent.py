@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chat.engine import Engine
 from chat.format import TemplateError
 from common.run_sync import run_sync
-from envs.core.protocol import EnvProtocol
+from envs.textarena.opponent import POLICY_OPPONENT
 from interactions.model_participant import ModelParticipant, describe_error
 
-__all__ = ["EngineOpponent", "OpponentEngineError", "attach_policy_opponent", "describe_error"]
+__all__ = ["EngineOpponent", "OpponentEngineError", "describe_error", "with_policy_opponent"]
 
 
 class OpponentEngineError(RuntimeError):
@@ -90,26 +90,45 @@ class EngineOpponent(ModelParticipant):
 _OWN_SAMPLING_KEYS = ("max_tokens", "max_new_tokens", "stop_token_ids")
 
 
-def attach_policy_opponent(
-    env: EnvProtocol,
+def with_policy_opponent(
+    env_kwargs: Mapping[str, Any],
     engine: Engine,
     tokenizer: Any,
     *,
-    sampling_params: dict[str, Any] | None = None,
+    sampling_params: Mapping[str, Any] | None = None,
     max_new_tokens: int = 256,
     max_prompt_tokens: int | None = None,
     chat_template_kwargs: dict[str, Any] | None = None,
-) -> EngineOpponent | None:
-    """Give an env made with `opponent="self"` an EngineOpponent on `engine`: the policy plays both seats.
+) -> dict[str, Any]:
+    """`env_kwargs` with `opponent="self"` replaced by an EngineOpponent on `engine`: the policy plays both seats.
 
-    Envs that do not ask for it (`wants_policy_opponent`) are left alone and None is returned. The
-    opponent samples as the agent does (`sampling_params`), with its own per-move cap, and its prompt is
-    kept within `max_prompt_tokens`.
+    The opponent comes in through the env's make kwargs, as any other opponent does: the rollout calls
+    this wherever it makes an env for an episode (`collect`, verl's agent loop). Kwargs without
+    `opponent="self"` come back unchanged (as a new dict). The opponent samples as the agent does
+    (`sampling_params`, less the per-move cap and stop ids it sets itself), with its own per-move cap,
+    and its prompt is kept within `max_prompt_tokens`.
+
+    Args:
+        env_kwargs: The env's make kwargs.
+        engine: The engine playing the agent.
+        tokenizer: Its tokenizer (the opponent renders with the same chat template).
+        sampling_params: The agent's sampling parameters.
+        max_new_tokens: The opponent's cap per move.
+        max_prompt_tokens: The opponent's prompt budget (None: none).
+        chat_template_kwargs: Passed to the chat template.
+
+    Returns:
+        The kwargs to make the env with.
+
+    Example:
+        >>> with_policy_opponent({"seat": 1}, engine=None, tokenizer=None)
+        {'seat': 1}
     """
-    if not env.wants_policy_opponent:
-        return None
+    kwargs = dict(env_kwargs)
+    if kwargs.get("opponent") != POLICY_OPPONENT:
+        return kwargs
     params = {k: v for k, v in (sampling_params or {}).items() if k not in _OWN_SAMPLING_KEYS}
-    opponent = EngineOpponent(
+    kwargs["opponent"] = EngineOpponent(
         engine,
         tokenizer,
         sampling_params=params,
@@ -117,5 +136,4 @@ def attach_policy_opponent(
         chat_template_kwargs=chat_template_kwargs,
         max_prompt_tokens=max_prompt_tokens,
     )
-    env.attach_policy_opponent(opponent)
-    return opponent
+    return kwargs

@@ -13,6 +13,7 @@ import dataclasses
 import re
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from chat.engine import Engine, chat_kwargs
 from chat.format import ChatFormat
 from engines.engine import EngineRequestError
 from envs.core.protocol import conforms, missing_members
-from rollout.engine_opponent import attach_policy_opponent
+from rollout.engine_opponent import with_policy_opponent
 from rollout.failure_trace import describe_exception, record_first_failure
 from rollout.opening_prompt import opening_prompt
 from rollout.trajectory import Trajectory, TurnRecord
@@ -101,16 +102,6 @@ async def run_episode(
                 f"{type(env).__name__} lacks the env contract (envs.core.protocol.EnvProtocol; missing: {missing}): "
                 "make it with envs.make, or subclass envs.TextEnv"
             )
-        # `opponent="self"` (two-player TextArena games): the policy behind this engine plays the other seat.
-        attach_policy_opponent(
-            env,
-            engine,
-            tokenizer,
-            sampling_params=sampling_params,
-            max_new_tokens=cfg.max_new_tokens or EpisodeConfig.max_new_tokens,
-            max_prompt_tokens=_opponent_prompt_budget(cfg),
-            chat_template_kwargs=cfg.chat_template_kwargs,
-        )
         t0 = time.perf_counter()
         # On this loop: an opponent opening the game generates while other episodes go on.
         messages, _ = await env.areset(seed=seed, options=options)
@@ -152,12 +143,48 @@ async def run_episode(
     return traj
 
 
-def _opponent_prompt_budget(cfg: EpisodeConfig) -> int | None:
-    """A policy opponent's prompt budget: what the agent's whole episode may hold, less one move."""
-    if cfg.max_prompt_tokens is None:
-        return None
+def with_policy_as_opponent(
+    env_kwargs: Mapping[str, Any],
+    engine: Engine,
+    tokenizer: Any,
+    config: EpisodeConfig | None = None,
+    sampling_params: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The make kwargs of an episode's env, with `opponent="self"` played by the policy behind `engine`.
+
+    `rollout.collect` and verl's agent loop make each episode's env with these: a two-player game made
+    with `opponent="self"` gets an `EngineOpponent` on the engine that plays the agent, capped per move
+    as the agent is (`config.max_new_tokens`) and with a prompt budget of what the agent's whole episode
+    may hold, less one move. Other kwargs come back unchanged.
+
+    Args:
+        env_kwargs: The env's make kwargs.
+        engine: The engine playing the agent.
+        tokenizer: Its tokenizer.
+        config: The episode's limits (None: the defaults).
+        sampling_params: The agent's sampling parameters.
+
+    Returns:
+        The kwargs to make the env with (a new dict).
+
+    Example:
+        >>> with_policy_as_opponent({"difficulty": "easy"}, engine=None, tokenizer=None)
+        {'difficulty': 'easy'}
+    """
+    cfg = config or EpisodeConfig()
     per_move = cfg.max_new_tokens or EpisodeConfig.max_new_tokens
-    return max(cfg.max_prompt_tokens, cfg.max_prompt_tokens + cfg.max_response_tokens - per_move)
+    budget = None
+    if cfg.max_prompt_tokens is not None:
+        budget = max(cfg.max_prompt_tokens, cfg.max_prompt_tokens + cfg.max_response_tokens - per_move)
+    return with_policy_opponent(
+        env_kwargs,
+        engine,
+        tokenizer,
+        sampling_params=sampling_params,
+        max_new_tokens=per_move,
+        max_prompt_tokens=budget,
+        chat_template_kwargs=cfg.chat_template_kwargs,
+    )
 
 
 async def _play(play: _Play, traj: Trajectory) -> None:

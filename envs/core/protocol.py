@@ -20,7 +20,7 @@ StepTuple = tuple[list["Message"], float, bool, bool, dict[str, Any]]
 
 @runtime_checkable
 class EnvProtocol(Protocol):
-    """A multi-turn text env: chat messages in, assistant turns out, tools and an optional opponent.
+    """A multi-turn text env: chat messages in, assistant turns out, and tools.
 
     `isinstance(env, EnvProtocol)` holds for `TextEnv`, every wrapper stack `envs.make` builds and
     `RemoteEnv`; a plain `gymnasium.Env` lacks the members past `reset`/`step` and does not match.
@@ -29,8 +29,6 @@ class EnvProtocol(Protocol):
         max_action_chars: the longest reply `step` reads; longer ones are a format error.
         tool_call_format: how tool calls written in reply text are read (`chat.calls` format name), or
             None when reply text is never read as calls. Change it with `set_tool_call_format`.
-        wants_policy_opponent: True when the env was made with `opponent="self"` and waits for the
-            policy to be attached as its other player (`attach_policy_opponent`).
 
     Example:
         >>> import envs
@@ -39,8 +37,8 @@ class EnvProtocol(Protocol):
         >>> isinstance(env, EnvProtocol)
         True
         >>> messages, info = env.reset(seed=0)
-        >>> [schema["function"]["name"] for schema in env.tool_schemas], env.wants_policy_opponent
-        (['guess'], False)
+        >>> [schema["function"]["name"] for schema in env.tool_schemas]
+        ['guess']
     """
 
     max_action_chars: int
@@ -49,11 +47,6 @@ class EnvProtocol(Protocol):
     @property
     def tool_schemas(self) -> list[dict]:
         """OpenAI function schemas of the tools the agent may call, as a chat template renders them."""
-        ...
-
-    @property
-    def wants_policy_opponent(self) -> bool:
-        """Whether the env's other player is the policy itself, to be given with `attach_policy_opponent`."""
         ...
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> ResetResult:
@@ -86,10 +79,6 @@ class EnvProtocol(Protocol):
         """Change the reply size limit and the per-turn tool limits (None: no limit; omitted: unchanged)."""
         ...
 
-    def attach_policy_opponent(self, opponent: Any) -> None:
-        """Play the other seat with `opponent` (a callable; see `wants_policy_opponent`) from the next reset."""
-        ...
-
     def close(self) -> None:
         """Release the env's resources (tool state, sessions)."""
         ...
@@ -100,14 +89,12 @@ PROTOCOL_MEMBERS = (
     "max_action_chars",
     "tool_call_format",
     "tool_schemas",
-    "wants_policy_opponent",
     "reset",
     "step",
     "areset",
     "astep",
     "set_tool_call_format",
     "set_turn_limits",
-    "attach_policy_opponent",
     "close",
 )
 
@@ -169,11 +156,6 @@ class ForwardsEnvProtocol:
         """The wrapped env's tool schemas."""
         return self.env.tool_schemas
 
-    @property
-    def wants_policy_opponent(self) -> bool:
-        """Whether the wrapped env waits for the policy as its opponent."""
-        return self.env.wants_policy_opponent
-
     def set_tool_call_format(self, tool_call_format: str | None) -> None:
         """Set the wrapped env's tool-call format."""
         self.env.set_tool_call_format(tool_call_format)
@@ -181,7 +163,3 @@ class ForwardsEnvProtocol:
     def set_turn_limits(self, **limits: Any) -> None:
         """Set the wrapped env's turn limits (same keywords as `TextEnv.set_turn_limits`)."""
         self.env.set_turn_limits(**limits)
-
-    def attach_policy_opponent(self, opponent: Any) -> None:
-        """Attach the policy opponent to the wrapped env."""
-        self.env.attach_policy_opponent(opponent)

@@ -85,8 +85,6 @@ class TextEnv(LazySeeding):
     #: The `reset(options=...)` keys this env reads, each with what it accepts (see `envs.core.reset_options`).
     #: Other keys and values raise InvalidOptions naming the valid ones. None checks nothing.
     reset_options: ClassVar[dict[str, Any] | None] = None
-    #: Whether the other player is the policy itself (`opponent="self"`); envs with opponents override it.
-    wants_policy_opponent: bool = False
 
     def __init__(
         self,
@@ -395,10 +393,6 @@ class TextEnv(LazySeeding):
             except KeyError as e:
                 raise ValueError(f"tool_call_format: {e.args[0]}") from None
         self.tool_call_format = tool_call_format
-
-    def attach_policy_opponent(self, opponent: Any) -> None:
-        """Play the other seat with `opponent` from the next reset; only envs made with `opponent="self"`."""
-        raise ValueError(f"{type(self).__name__} has no opponent seat to give the policy")
 
     def mark_episode_over(self, *, terminated: bool, truncated: bool) -> None:
         """Record that the episode ended outside the env (e.g. a wrapper truncated it): `step` refuses now."""

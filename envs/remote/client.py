@@ -35,8 +35,9 @@ _RAISED_AS = {
 class RemoteEnv(gym.Env):
     """A session on an env server, with the env contract (`envs.core.protocol.EnvProtocol`) carried over HTTP:
     `reset`/`areset`, `step`/`astep`, `tool_schemas`, `max_action_chars`, `set_tool_call_format`, plus
-    `expert_action`, `render`, `state` and `close`. What only the operator may set (the turn limits, the
-    opponent) raises here with a message saying so.
+    `expert_action`, `render`, `state` and `close`. What only the operator may set (the turn limits)
+    raises here with a message saying so; a served env's opponent is the operator's too, set where the
+    server starts.
 
     Requests refused for load (429 `overloaded`, 503 `sessions_full`) are retried, honouring Retry-After,
     for up to `retry_s` seconds; nothing else is retried, since a step must never be taken twice.
@@ -141,16 +142,6 @@ class RemoteEnv(gym.Env):
         raise NotImplementedError(
             f"RemoteEnv({self.env_id}): turn limits ({', '.join(limits) or 'none given'}) of a served env are "
             "set by its operator where the server starts, not by a client"
-        )
-
-    #: A served env's opponent is the operator's: a client never attaches one.
-    wants_policy_opponent = False
-
-    def attach_policy_opponent(self, opponent: Any) -> None:
-        """Refused: a served env's opponent is set by its operator, never by a client."""
-        raise ValueError(
-            f"RemoteEnv({self.env_id}): the opponent of a served env is set by its operator where the server "
-            "starts; a client cannot attach one"
         )
 
     def expert_action(self) -> str:

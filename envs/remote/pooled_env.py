@@ -219,11 +219,6 @@ class PooledRemoteEnv(gym.Env):
         """The served env's reply size limit."""
         return getattr(self.env, "max_action_chars", None)
 
-    @property
-    def wants_policy_opponent(self) -> bool:
-        """Whether the served env waits for the policy as its other player."""
-        return bool(getattr(self.env, "wants_policy_opponent", False))
-
     def set_tool_call_format(self, tool_call_format: str | None) -> None:
         """Set how the served env reads tool calls (kept, and set again on a server the episode moves to)."""
         self._call(lambda env: env.set_tool_call_format(tool_call_format))
@@ -233,10 +228,6 @@ class PooledRemoteEnv(gym.Env):
         """Set the served env's turn limits (kept, and set again after a move)."""
         self._call(lambda env: env.set_turn_limits(**limits))
         self._turn_limits.update(limits)
-
-    def attach_policy_opponent(self, opponent: Any) -> None:
-        """As `RemoteEnv`'s: a served env's opponent is its operator's, so this is refused."""
-        self.env.attach_policy_opponent(opponent)
 
     def expert_action(self) -> str:
         """The served env's scripted expert's next reply."""

@@ -45,8 +45,9 @@ class TextArenaEnv(TextEnv):
     message; each `step` passes the reply to the game and returns what the game said since, as one user
     message. In two-player games the agent is player `seat` (0, TextArena's first player, by default) and
     `opponent` plays the other: "random" (a seeded random move among those the game shows), "self" (the
-    policy being trained, attached by the rollout with `attach_policy_opponent`) or a callable taking the
-    opponent's chat messages and returning its move (e.g. a model behind a rollout engine).
+    policy being trained: `rollout.collect` and verl's agent loop make the env with an `EngineOpponent` on
+    their own engine in its place) or a callable taking the opponent's chat messages and returning its
+    move (e.g. a model behind a rollout engine).
     The opponent may try `opponent_attempts` moves per turn; when it finds no valid one, or raises
     `OPPONENT_ERRORS` times in a row, the episode ends truncated with `info["opponent_stuck"]` (and
     `info["opponent_error"]` when it raised). The reward is TextArena's own, paid on the step that ends
@@ -106,7 +107,6 @@ class TextArenaEnv(TextEnv):
         self._ta: Any = None
         self._random: EpisodeRandom | None = None
         self._opponent: Opponent | None = None
-        self._policy_opponent: Opponent | None = None
         self._opponent_messages: list[Message] = []
         self._ended_before_start: StepResult | None = None
 
@@ -128,7 +128,7 @@ class TextArenaEnv(TextEnv):
                 self._ta.state.error_allowance = 0
         ended: StepResult | None = None
         if self.game.players == 2:
-            self._opponent = self._policy_opponent or resolve_opponent(
+            self._opponent = resolve_opponent(
                 self.opponent,
                 self.np_random,
                 lambda: legal_moves(self.game.name, self._ta),
@@ -144,19 +144,6 @@ class TextArenaEnv(TextEnv):
         # The opponent, moving first, found no valid move: the first step ends the episode (reset cannot).
         self._ended_before_start = ended
         return messages, info
-
-    @property
-    def wants_policy_opponent(self) -> bool:
-        """Whether the opponent is the policy being trained (`opponent="self"`), for a rollout to attach."""
-        return self.opponent == POLICY_OPPONENT
-
-    def attach_policy_opponent(self, opponent: Opponent) -> None:
-        """Play `opponent="self"` with `opponent` (the policy behind the rollout's engine) from the next reset."""
-        if not self.wants_policy_opponent:
-            raise ValueError(f"this env's opponent is {self.opponent!r}, not 'self'")
-        if not callable(opponent):
-            raise TypeError(f"the policy opponent must be callable, got {type(opponent).__name__}")
-        self._policy_opponent = opponent
 
     def _system_prompt(self) -> str:
         return (

@@ -117,19 +117,19 @@ def _candidates(text: str) -> list[str]:
 
 
 #: `opponent="self"`: the policy being trained plays the other seat. Plain data, so training configs and
-#: dataset rows can name it; the rollout playing the episode (`rollout.run_episode`, under `collect` and
-#: verl's agent loop) attaches a model behind its own engine with `TextArenaEnv.attach_policy_opponent`.
+#: dataset rows can name it; the rollout making the episode's env (`rollout.collect`, verl's agent loop)
+#: puts an `EngineOpponent` on its own engine in its place (`rollout.episode.with_policy_as_opponent`).
 POLICY_OPPONENT = "self"
 
 
 class UnattachedPolicyOpponent:
-    """Stands in for `opponent="self"` when no rollout attached the policy: asked to move, it raises."""
+    """Stands in for `opponent="self"` in an env no rollout made: asked to move, it raises."""
 
     def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
         """Raise: there is no policy to ask (the env ends the episode after a few such errors)."""
         raise RuntimeError(
-            "opponent='self' is the policy being trained, attached by rollout.collect or the training agent "
-            "loop; elsewhere pass opponent=<callable> (e.g. rollout.EngineOpponent)"
+            "opponent='self' is the policy being trained, put in place when rollout.collect or the training "
+            "agent loop makes the env; elsewhere pass opponent=<callable> (e.g. rollout.EngineOpponent)"
         )
 
 

@@ -363,9 +363,6 @@ def test_pooled_env_keeps_the_env_contract(steady_servers):
     urls = steady_servers
     env = envs.make(ENV_ID, remote=urls)
     assert missing_members(env) == [] and isinstance(env, EnvProtocol)
-    assert env.wants_policy_opponent is False
-    with pytest.raises(ValueError, match="opponent"):
-        env.attach_policy_opponent(lambda *_: "x")
     env.close()
 
 

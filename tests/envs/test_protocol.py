@@ -8,7 +8,6 @@ import pytest
 import envs
 from envs.core.errors import InvalidOptions
 from envs.core.protocol import PROTOCOL_MEMBERS, EnvProtocol, conforms, missing_members
-from envs.core.text_env import TextEnv
 from envs.wrappers import EpisodeLimits, RewardShaping, TextWrapper
 from tools import Tool, ToolResult
 
@@ -44,12 +43,10 @@ def test_a_plain_gymnasium_env_does_not_and_says_what_it_lacks():
         "max_action_chars",
         "tool_call_format",
         "tool_schemas",
-        "wants_policy_opponent",
         "areset",
         "astep",
         "set_tool_call_format",
         "set_turn_limits",
-        "attach_policy_opponent",
     ]
 
 
@@ -62,9 +59,7 @@ def test_wrappers_forward_the_contract_to_the_env():
     assert base.tool_call_format is None
     stack.set_turn_limits(max_action_chars=100, max_tool_time_s=2)
     assert base.max_action_chars == 100 == stack.max_action_chars and base.max_tool_time_s == 2.0
-    assert stack.tool_schemas == base.tool_schemas and stack.wants_policy_opponent is False
-    with pytest.raises(ValueError, match="has no opponent seat"):
-        stack.attach_policy_opponent(lambda messages: "")
+    assert stack.tool_schemas == base.tool_schemas
 
 
 def test_areset_is_reset_and_runs_every_wrappers_hook():
@@ -116,15 +111,10 @@ def test_areset_checks_options_and_releases_the_last_episodes_tools_on_the_calle
         asyncio.run(env.areset(seed=0, options={"nope": 1}))
 
 
-def test_textenv_without_an_opponent_seat_refuses_one():
-    class Quiet(TextEnv):
-        def _reset(self, options):
-            return [{"role": "user", "content": "hi"}], {}
-
-    env = Quiet()
-    assert conforms(env) and env.wants_policy_opponent is False
-    with pytest.raises(ValueError, match="Quiet has no opponent seat"):
-        env.attach_policy_opponent(lambda messages: "")
+def test_the_contract_holds_no_opponent_member():
+    # An opponent comes in through the env's make kwargs (`opponent=...`); the contract is what every env has.
+    assert not [name for name in PROTOCOL_MEMBERS if "opponent" in name]
+    assert not hasattr(envs.make("guess-number-v0"), "attach_policy_opponent")
 
 
 def test_the_rollout_refuses_an_env_without_the_contract_in_one_line():

@@ -365,10 +365,8 @@ def test_remote_env_has_the_env_contract(server):
         assert conforms(remote) and isinstance(remote, EnvProtocol)
         assert asyncio.run(remote.areset(seed=4)) == local.reset(seed=4)
         assert remote.step("50") == local.step("50")
-        assert remote.max_action_chars == local.max_action_chars and not remote.wants_policy_opponent
+        assert remote.max_action_chars == local.max_action_chars
         with pytest.raises(NotImplementedError, match="set by its operator where the server starts"):
             remote.set_turn_limits(max_tool_time_s=1000)
-        with pytest.raises(ValueError, match="a client cannot attach one"):
-            remote.attach_policy_opponent(lambda messages: "[0]")
     finally:
         remote.close()

@@ -280,7 +280,7 @@ def test_textarena_selfplay_group_composes_and_its_envs_wait_for_the_policy():
     assert abs(sum(e["weight"] for e in entries) - 1.0) < 1e-9
     for entry in entries:
         env = envs.make(entry["id"], **entry["kwargs"])
-        assert env.unwrapped.wants_policy_opponent
+        assert env.unwrapped.opponent == "self"  # the rollout making its episodes puts the policy there
         messages, info = env.reset(seed=0)  # dataset rows render openings without a policy: no crash
         assert messages[-1]["role"] == "user" and info["textarena_id"]
 
@@ -292,14 +292,13 @@ def test_opponent_self_without_a_rollout_ends_the_episode_saying_why():
     assert truncated and info["opponent_stuck"] and "opponent='self'" in info["opponent_error"]
     with pytest.raises(ValueError, match="two-player"):
         envs.make("textarena/Sudoku-v0", opponent="self")
-    with pytest.raises(ValueError, match="not 'self'"):
-        envs.make("textarena/TicTacToe-v0").unwrapped.attach_policy_opponent(lambda m: "[0]")
-    attached = envs.make("textarena/TicTacToe-v0", opponent="self")
-    attached.unwrapped.attach_policy_opponent(
-        lambda m: next(f"[{i}]" for i in range(9) if f"'[{i}]'" in m[-1]["content"])
+    # What the rollout does with `opponent="self"`: the opponent comes in through the make kwargs.
+    given = envs.make(
+        "textarena/TicTacToe-v0",
+        opponent=lambda m: next(f"[{i}]" for i in range(9) if f"'[{i}]'" in m[-1]["content"]),
     )
-    attached.reset(seed=0)
-    assert "[Opponent] [0]" in attached.step("[4]")[0][-1]["content"]
+    given.reset(seed=0)
+    assert "[Opponent] [0]" in given.step("[4]")[0][-1]["content"]
 
 
 _DIGESTS = """

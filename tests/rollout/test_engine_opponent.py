@@ -12,10 +12,10 @@ from rollout.collection import collect
 from rollout.engine_opponent import (
     EngineOpponent,
     OpponentEngineError,
-    attach_policy_opponent,
     describe_error,
+    with_policy_opponent,
 )
-from rollout.episode import EpisodeConfig, run_episode
+from rollout.episode import EpisodeConfig, run_episode, with_policy_as_opponent
 from rollout.scripted_engine import ScriptedEngine
 
 GAME = "textarena/TicTacToe-v0"
@@ -141,7 +141,7 @@ def test_a_failing_engine_inside_collect_truncates_the_episode(tokenizer):
 
 @pytest.mark.parametrize("seat", [0, 1])
 def test_opponent_self_is_the_policy_behind_the_collecting_engine(tokenizer, seat):
-    """`opponent="self"`: run_episode attaches an EngineOpponent on the engine playing the agent."""
+    """`opponent="self"`: collect makes each env with an EngineOpponent on the engine playing the agent."""
     engine = free_cell_opponent_engine(tokenizer)
     env = envs.make(GAME, opponent="self", seat=seat)
     trajs = collect(env, engine, tokenizer, 2, config=EpisodeConfig(max_turns=9))
@@ -180,7 +180,7 @@ class WaitsForTheLoop:
 
 def test_a_policy_opening_the_game_leaves_the_event_loop_free(tokenizer):
     engine = WaitsForTheLoop(tokenizer)
-    env = envs.make(GAME, opponent="self", seat=1)
+    env = envs.make(GAME, **with_policy_as_opponent({"opponent": "self", "seat": 1}, engine, tokenizer))
 
     async def other_episode():
         await asyncio.sleep(0)
@@ -196,16 +196,32 @@ def test_a_policy_opening_the_game_leaves_the_event_loop_free(tokenizer):
     assert engine.saw_the_loop_run and all(engine.saw_the_loop_run)
 
 
-def test_attach_policy_opponent_leaves_other_envs_alone(tokenizer):
+def test_with_policy_opponent_replaces_only_self(tokenizer):
     engine = free_cell_opponent_engine(tokenizer)
-    assert attach_policy_opponent(envs.make(GAME), engine, tokenizer) is None
-    assert attach_policy_opponent(envs.make("guess-number-v0"), engine, tokenizer) is None
-    env = envs.make(GAME, opponent="self")
-    opponent = attach_policy_opponent(
-        env, engine, tokenizer, sampling_params={"temperature": 0.3, "max_tokens": 999}, max_new_tokens=7
+    assert with_policy_opponent({"seat": 1}, engine, tokenizer) == {"seat": 1}
+    assert with_policy_opponent({"opponent": "random"}, engine, tokenizer) == {"opponent": "random"}
+    kwargs = with_policy_opponent(
+        {"opponent": "self", "seat": 1},
+        engine,
+        tokenizer,
+        sampling_params={"temperature": 0.3, "max_tokens": 999},
+        max_new_tokens=7,
     )
+    opponent = kwargs["opponent"]
+    assert isinstance(opponent, EngineOpponent) and kwargs["seat"] == 1
     assert opponent.sampling_params["temperature"] == 0.3 and opponent.sampling_params["max_new_tokens"] == 7
     assert "max_tokens" not in opponent.sampling_params
+    cfg = EpisodeConfig(max_prompt_tokens=100, max_response_tokens=300, max_new_tokens=20)
+    budgeted = with_policy_as_opponent({"opponent": "self"}, engine, tokenizer, cfg)["opponent"]
+    assert budgeted.max_prompt_tokens == 380 and budgeted.sampling_params["max_new_tokens"] == 20
+
+
+def test_an_env_made_with_self_outside_a_rollout_is_not_given_the_policy(tokenizer):
+    # run_episode plays the env it is given: the policy comes in only where the rollout makes the env.
+    engine = free_cell_opponent_engine(tokenizer)
+    env = envs.make(GAME, opponent="self")
+    traj = asyncio.run(run_episode(env, engine, tokenizer, seed=0, config=EpisodeConfig(max_turns=3)))
+    assert traj.termination == "truncated" and engine.calls == 1  # the opponent asked no engine
 
 
 class RecordingEngine:

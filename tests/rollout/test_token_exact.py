@@ -81,7 +81,6 @@ class RandomChatEnv:
 
     max_action_chars = 32768
     tool_call_format = "hermes"
-    wants_policy_opponent = False
 
     def __init__(self, tools, max_turns=6):
         self.tool_schemas = tools
@@ -111,9 +110,6 @@ class RandomChatEnv:
 
     def set_turn_limits(self, **limits):
         raise NotImplementedError("RandomChatEnv has no turn limits")
-
-    def attach_policy_opponent(self, opponent):
-        raise ValueError("RandomChatEnv has no opponent seat")
 
     async def astep(self, action):
         self.turn += 1
