@@ -1,5 +1,5 @@
 """Shared pytest configuration, and the fixtures tests/rollout and tests/engines share: the embedded
-tiny model (both template families), its tokenizers, an HFEngine and a model server on loopback."""
+tiny model (both template families), its tokenizers, an HFEngine, a model server on loopback, and a counter of tool-call parses."""
 
 import os
 from pathlib import Path
@@ -68,3 +68,21 @@ def served_url(model_path):
     )
     yield url
     stop_server(proc)
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """Every text parsed for tool calls while the test runs, through the names the rollout and the env use."""
+    import chat.calls
+    import chat.calls.formats
+
+    real = chat.calls.formats.parse_tool_calls
+    seen: list[str] = []
+
+    def counted(text, *args, **kwargs):
+        seen.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(chat.calls, "parse_tool_calls", counted)
+    monkeypatch.setattr(chat.calls.formats, "parse_tool_calls", counted)
+    return seen

@@ -7,8 +7,6 @@ from __future__ import annotations
 import httpx
 import pytest
 
-import chat.calls
-import chat.calls.formats
 import envs
 from chat.calls import ToolCall, write_calls
 from envs.core.assistant_turn import MAX_CALL_ERROR_CHARS, MAX_CALL_ERRORS, AssistantTurn, read_action
@@ -25,21 +23,6 @@ def _deep(levels: int):
     for _ in range(levels):
         value = [value]
     return value
-
-
-@pytest.fixture
-def parses(monkeypatch):
-    """Every text parsed for calls while the test runs, through the names the rollout and the env use."""
-    real = chat.calls.formats.parse_tool_calls
-    seen: list[str] = []
-
-    def counted(text, *args, **kwargs):
-        seen.append(text)
-        return real(text, *args, **kwargs)
-
-    monkeypatch.setattr(chat.calls, "parse_tool_calls", counted)
-    monkeypatch.setattr(chat.calls.formats, "parse_tool_calls", counted)
-    return seen
 
 
 @pytest.fixture(scope="module")

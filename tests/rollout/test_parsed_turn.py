@@ -14,8 +14,6 @@ import time
 import httpx
 import pytest
 
-import chat.calls
-import chat.calls.formats
 import envs
 from chat.calls import write_calls
 from envs.core.assistant_turn import AssistantTurn
@@ -25,21 +23,6 @@ from rollout.scripted_engine import ScriptedEngine
 VALID = write_calls([("guess", {"number": 50})])
 UNREADABLE = '<tool_call>\n{"name": "guess", "arguments": {number: 5}\n</tool_call>'  # not JSON
 TURNS = [VALID, UNREADABLE]
-
-
-@pytest.fixture
-def parses(monkeypatch):
-    """The texts every parse of this test read, through the names the rollout and the env import."""
-    real = chat.calls.formats.parse_tool_calls
-    seen: list[str] = []
-
-    def counted(text, *args, **kwargs):
-        seen.append(text)
-        return real(text, *args, **kwargs)
-
-    monkeypatch.setattr(chat.calls, "parse_tool_calls", counted)
-    monkeypatch.setattr(chat.calls.formats, "parse_tool_calls", counted)
-    return seen
 
 
 @pytest.fixture(scope="module")
