@@ -72,15 +72,15 @@ class TurnGymAgentLoop(AgentLoopBase):
             env_id, seed = row.env_id, row.seed
             play_kwargs = {**row.play_kwargs(), **self.env_servers}
             sampling = row.sampling(sampling_params)
-            if not self.env_servers:  # a served env's opponent is its operator's (a callable cannot travel)
+            if self.env_servers:
+                # Opening a session is an HTTP call (a hung server holds it until the timeout): keep
+                # the other episodes of this worker's event loop going meanwhile. A served env's
+                # opponent is its operator's (a callable cannot travel).
+                env = await asyncio.to_thread(envs.make, env_id, **play_kwargs)
+            else:
                 play_kwargs = with_policy_as_opponent(
                     play_kwargs, self.server_manager, self.tokenizer, self.episode_config, sampling
                 )
-            if self.env_servers:
-                # Opening a session is an HTTP call (a hung server holds it until the timeout): keep
-                # the other episodes of this worker's event loop going meanwhile.
-                env = await asyncio.to_thread(envs.make, env_id, **play_kwargs)
-            else:
                 env = envs.make(env_id, **play_kwargs)
             traj = await run_episode(
                 env,
