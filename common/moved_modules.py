@@ -41,9 +41,14 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, moves: Mapping[str, str]):
         self.moves = dict(moves)
+        # The top-level packages of the old paths: every other import is answered by one set lookup
+        # (the hook sits first on `sys.meta_path`, so it is asked about every module torch or verl loads).
+        self._roots = frozenset(old.partition(".")[0] for old in self.moves)
 
     def new_path(self, fullname: str) -> str | None:
         """Where `fullname` is now: an old path, or a submodule of an old package path (None: not moved)."""
+        if fullname.partition(".")[0] not in self._roots:
+            return None
         if fullname in self.moves:
             return self.moves[fullname]
         parts = fullname.split(".")
