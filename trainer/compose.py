@@ -121,6 +121,7 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
     final_overrides = budget_overrides(first, user_keys | preset_keys) + final_overrides
     cfg = _compose(final_overrides)
     import_user_modules(list(cfg.turngym.import_modules))
+    apply_compute_dtype(cfg, user_keys)
     if "turngym.warm_start.enable" not in user_keys and cfg.turngym.model and cfg.turngym.warm_start.enable:
         # The CPU platform's warm start is the embedded model's (its experts, lr and lengths are tuned for
         # it): another model gets it only when asked (on SmolLM2-135M it sent the loss from 1.6 to 19).
@@ -142,6 +143,38 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
             raise
         raise ConfigError(f"bad value: {exc}") from None
     return cfg
+
+
+ACTOR_PARAM_DTYPE = "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype"
+
+
+def apply_compute_dtype(cfg: DictConfig, user_keys: set[str]) -> None:
+    """On a CPU, set the actor's compute dtype from ``turngym.compute_dtype`` (auto: what this CPU runs fast).
+
+    A ``param_dtype`` given on the command line wins; on a GPU verl's defaults stay.
+    """
+    from engines.compute_dtype import CHOICES, choose_compute_dtype
+
+    requested = str(cfg.turngym.get("compute_dtype", "auto"))
+    if requested not in CHOICES:
+        raise ConfigError(f"turngym.compute_dtype={requested!r}: give one of {', '.join(CHOICES)}")
+    if cfg.trainer.device != "cpu" or ACTOR_PARAM_DTYPE in user_keys:
+        return
+    cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype = choose_compute_dtype(requested).dtype
+
+
+def compute_dtype_line(cfg: DictConfig) -> str | None:
+    """The run's start line about its compute dtype (None on a GPU)."""
+    from engines.compute_dtype import choose_compute_dtype
+
+    if cfg.trainer.device != "cpu":
+        return None
+    chosen = str(cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype)
+    requested = str(cfg.turngym.get("compute_dtype", "auto"))
+    choice = choose_compute_dtype(requested)
+    if chosen != choice.dtype:
+        return f"compute dtype {chosen} ({ACTOR_PARAM_DTYPE}={chosen} on the command line)"
+    return choice.line()
 
 
 def import_user_modules(modules: list[str]) -> None:

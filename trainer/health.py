@@ -51,9 +51,10 @@ HEALTH_METRICS = (
 
 # Terminations that cut an episode before the env ended it (rollout/trajectory.py).
 CUT_TERMINATIONS = ("budget", "context_overflow", "max_turns")
-# verl's step metrics, first found wins: the policy's token entropy; KL to the reference, as a loss
-# term (actor.use_kl_loss) or a reward penalty (algorithm.use_kl_in_reward).
-ENTROPY_KEYS = ("actor/entropy",)
+# verl's step metrics, first found wins: the policy's token entropy (verl's v1 trainer names its mean
+# `actor/entropy_loss`, computed when actor.calculate_entropy is on, turngym's default); KL to the
+# reference, as a loss term (actor.use_kl_loss) or a reward penalty (algorithm.use_kl_in_reward).
+ENTROPY_KEYS = ("actor/entropy", "actor/entropy_loss")
 KL_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
 EQUAL_TOLERANCE = 1e-9
 

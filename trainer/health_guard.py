@@ -6,6 +6,11 @@ A metric warns on the step it crosses its threshold and stays quiet while it sta
 long run does not drown its progress lines; it warns again only after it came back and crossed
 anew. A metric that is NaN or infinite counts as crossed. ``null`` turns a metric's guard off (the
 metric is still reported).
+
+Collapse is different: flat groups (``groups_all_equal``) or a collapsed entropy leave every later
+step training on nothing, so they warn on every step they last, and once they have lasted
+``collapse_steps`` steps ``on_collapse`` acts: ``warn`` keeps warning, ``halt`` stops the run with a
+checkpoint, ``adapt`` asks the trainer to raise its sampling temperature (trainer/health_hook.py).
 """
 
 from __future__ import annotations
@@ -154,6 +159,46 @@ GUARDS: dict[str, Guard] = {
     )
 }
 DEFAULT_HALT_ON = (NONFINITE_REWARDS, NONFINITE_ADVANTAGES)
+# The metrics whose lasting crossing is a collapse: the policy no longer produces a learning signal.
+COLLAPSE_METRICS = (GROUPS_ALL_EQUAL, ENTROPY)
+ON_COLLAPSE = ("warn", "halt", "adapt")
+
+
+@dataclass(frozen=True)
+class CollapsePolicy:
+    """``turngym.health.on_collapse`` and its bounds: what a collapse lasting `steps` steps gets."""
+
+    mode: str = "adapt"
+    steps: int = 2
+    # adapt: the sampling temperature rises by temperature_step per collapsed step, up to
+    # max_temperature, and falls back by half a step per healthy one, never below the configured one.
+    temperature_step: float = 0.1
+    max_temperature: float = 1.5
+
+    def __post_init__(self) -> None:
+        if self.mode not in ON_COLLAPSE:
+            raise ConfigError(f"{CONFIG_PREFIX}.on_collapse={self.mode!r}: give one of {', '.join(ON_COLLAPSE)}")
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or not 1 <= self.steps <= 1000:
+            raise ConfigError(f"{CONFIG_PREFIX}.collapse_steps={self.steps!r}: give a whole number from 1 to 1000")
+        if not (isinstance(self.temperature_step, int | float) and 0 < self.temperature_step <= 1):
+            raise ConfigError(
+                f"{CONFIG_PREFIX}.adapt_temperature_step={self.temperature_step!r}: give a number in (0, 1]"
+            )
+        if not (isinstance(self.max_temperature, int | float) and 0 < self.max_temperature <= 3):
+            raise ConfigError(
+                f"{CONFIG_PREFIX}.adapt_max_temperature={self.max_temperature!r}: give a number in (0, 3]"
+            )
+
+    @classmethod
+    def pop_from(cls, health: dict[str, Any]) -> CollapsePolicy:
+        """The policy from ``turngym.health``'s collapse keys, which it removes from `health`."""
+        defaults = cls()
+        return cls(
+            mode=str(health.pop("on_collapse", defaults.mode)),
+            steps=health.pop("collapse_steps", defaults.steps),
+            temperature_step=health.pop("adapt_temperature_step", defaults.temperature_step),
+            max_temperature=health.pop("adapt_max_temperature", defaults.max_temperature),
+        )
 
 
 def _threshold(value: Any, name: str) -> float | None:
@@ -185,13 +230,19 @@ class HealthGuard:
     )
     halt_on: tuple[str, ...] = DEFAULT_HALT_ON
     enable: bool = True
+    collapse: CollapsePolicy = field(default_factory=CollapsePolicy)
     crossed: set[str] = field(default_factory=set)
+    # Consecutive steps each collapse metric has been across its threshold.
+    streaks: dict[str, int] = field(default_factory=dict)
+    # Set by `check`: the collapse reading `adapt` must act on this step (None: nothing to adapt).
+    adapt_due: str | None = None
 
     @classmethod
     def from_config(cls, health: Mapping[str, Any] | None) -> HealthGuard:
         """The guard of ``turngym.health`` (None or {}: every default); raises ConfigError on a bad value."""
         health = dict(health or {})
         enable = bool(health.pop("enable", True))
+        collapse = CollapsePolicy.pop_from(health)
         halt_on = health.pop("halt_on", DEFAULT_HALT_ON)
         if isinstance(halt_on, str) or not isinstance(halt_on, Iterable):
             raise ConfigError(
@@ -207,14 +258,17 @@ class HealthGuard:
                 f"{CONFIG_PREFIX}.halt_on lists {', '.join(off)} whose threshold is null; give "
                 f"{CONFIG_PREFIX}.{off[0]} a number or drop it from halt_on"
             )
-        return cls(thresholds=thresholds, halt_on=halt, enable=enable)
+        return cls(thresholds=thresholds, halt_on=halt, enable=enable, collapse=collapse)
 
     def check(self, step: int, metrics: Mapping[str, Any]) -> tuple[list[str], str | None]:
         """This step's warning lines (one per metric that newly crossed) and the halt reason, if any.
 
         A metric in ``halt_on`` that is across its threshold halts on every step it is, not only
-        on the first: a resumed run that is still sick stops again.
+        on the first: a resumed run that is still sick stops again. A collapse metric warns on every
+        step it lasts; after ``collapse_steps`` steps it halts (``on_collapse=halt``) or sets
+        ``adapt_due`` (``adapt``).
         """
+        self.adapt_due = None
         if not self.enable:
             return [], None
         lines, halt = [], None
@@ -225,9 +279,23 @@ class HealthGuard:
             value, guard = float(metrics[key]), GUARDS[name]
             if not guard.crossed(value, threshold):
                 self.crossed.discard(name)
+                self.streaks.pop(name, None)
                 continue
             reading = self.reading(name, value, threshold)
-            if name in self.halt_on and halt is None:
+            if name in COLLAPSE_METRICS and name not in self.halt_on:
+                streak = self.streaks[name] = self.streaks.get(name, 0) + 1
+                lasting = streak >= self.collapse.steps
+                if lasting and self.collapse.mode == "halt" and halt is None:
+                    halt = f"{reading}, {streak} steps in a row (on_collapse=halt)"
+                else:
+                    if lasting and self.collapse.mode == "adapt" and self.adapt_due is None:
+                        self.adapt_due = reading
+                    lines.append(
+                        f"[turngym] health warning at step {step}: {reading}, {streak} step(s) in a row "
+                        f"(on_collapse={self.collapse.mode} acts after {self.collapse.steps}); {guard.fix} "
+                        f"(threshold {CONFIG_PREFIX}.{name})"
+                    )
+            elif name in self.halt_on and halt is None:
                 halt = reading
             elif name not in self.crossed:
                 lines.append(

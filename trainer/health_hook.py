@@ -5,12 +5,20 @@ public hook of verl's ``PPOTrainer``) on the step after the one that crossed: by
 validated and logged the halting step (TensorBoard included). ``fit`` catches it, keeps the reason in
 the run's folder (trainer/health_halt.py) and returns like a finished run, so verl's task runner and
 Ray shut down as usual. A halt found on the last step is recorded the same way.
+
+A lasting collapse with ``turngym.health.on_collapse=adapt`` raises the sampling temperature of the
+next steps' training rollouts (bounded, one line each time). The rows carry it to the agent loop
+(``turngym_temperature``) and the trainer's ``rollout.temperature`` follows, so the actor scores the
+samples at the temperature that drew them. Validation keeps its own ``val_kwargs``. The temperature
+is kept in each checkpoint folder (``health_adapt.json``) and resumed with it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +30,8 @@ from trainer.health_halt import HealthHalt, clear_halt, write_halt
 from trainer.sample_objects import sample_objects
 
 HEALTH_SECONDS = "timing_s/turngym_health"
+TEMPERATURE_METRIC = "health/sampling_temperature"
+ADAPT_FILE = "health_adapt.json"
 
 
 class HealthTrainerMixin:
@@ -31,6 +41,49 @@ class HealthTrainerMixin:
         super().__init__(config=config, **kwargs)
         self.health_guard = HealthGuard.from_config(config.turngym.get("health"))
         self._health_halt: HealthHalt | None = None
+        self.base_temperature = float(config.actor_rollout_ref.rollout.temperature)
+        self.sampling_temperature = self.base_temperature
+
+    def _next_train_batch(self, num_prompts: int | None = None) -> Any:
+        batch = super()._next_train_batch(num_prompts)
+        if self.sampling_temperature != self.base_temperature:
+            from verl.utils import tensordict_utils as tu
+
+            from rollout.episode_row import EpisodeRow
+
+            size = len(tu.get(batch, "extra_info"))
+            tu.assign_non_tensor_stack(batch, EpisodeRow.TEMPERATURE, [self.sampling_temperature] * size)
+        return batch
+
+    def _set_sampling_temperature(self, value: float) -> None:
+        """Training rollouts sample at `value`; the actor's log-probs use it too."""
+        self.sampling_temperature = round(float(value), 4)
+        self.config.actor_rollout_ref.rollout.temperature = self.sampling_temperature
+
+    def _adapt_to_collapse(self, step: int, reading: str | None) -> None:
+        """on_collapse=adapt: a step up on a lasting collapse, half a step back down on a healthy step."""
+        policy = self.health_guard.collapse
+        if policy.mode != "adapt":
+            return
+        now = self.sampling_temperature
+        if reading is None:
+            if now > self.base_temperature:
+                self._set_sampling_temperature(max(self.base_temperature, now - policy.temperature_step / 2))
+            return
+        ceiling = max(policy.max_temperature, self.base_temperature)
+        if now >= ceiling:
+            print(
+                f"[turngym] collapse at step {step}: the sampling temperature is at its bound {ceiling:g} "
+                f"(turngym.health.adapt_max_temperature); nothing left to adapt: {reading}",
+                flush=True,
+            )
+            return
+        self._set_sampling_temperature(min(ceiling, now + policy.temperature_step))
+        print(
+            f"[turngym] collapse at step {step} (on_collapse=adapt): training samples at temperature "
+            f"{now:g} -> {self.sampling_temperature:g} (bound {ceiling:g}) from the next step: {reading}",
+            flush=True,
+        )
 
     def fit(self, agent_loop_manager: Any) -> None:
         output_dir = str(self.config.turngym.output_dir)
@@ -81,6 +134,7 @@ class HealthTrainerMixin:
             nonfinite,
             metrics,
         )
+        out[TEMPERATURE_METRIC] = self.sampling_temperature
         out[HEALTH_SECONDS] = time.perf_counter() - started
         return out
 
@@ -89,6 +143,7 @@ class HealthTrainerMixin:
         lines, reason = self.health_guard.check(step, metrics)
         for line in lines:
             print(line, flush=True)
+        self._adapt_to_collapse(step, self.health_guard.adapt_due)
         if reason is None or self._health_halt is not None:
             return
         self._health_halt = HealthHalt(step, reason, self._keep_checkpoint(step))
@@ -103,3 +158,35 @@ class HealthTrainerMixin:
                 print(f"[turngym] checkpoint at the halt failed: {type(exc).__name__}: {exc}", flush=True)
                 return None
         return folder if os.path.isdir(folder) else None
+
+    def _save_checkpoint(self) -> None:
+        # Before verl's own save, as the curriculum's: a latest checkpoint holds its step's temperature.
+        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ADAPT_FILE).write_text(json.dumps({"sampling_temperature": self.sampling_temperature}))
+        super()._save_checkpoint()
+
+    def _load_checkpoint(self) -> None:
+        super()._load_checkpoint()
+        if not self.global_steps:
+            return
+        if self.config.trainer.resume_mode == "resume_path":
+            folder = Path(self.config.trainer.resume_from_path)
+        else:
+            folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+        saved = adapted_temperature(folder)
+        if saved is not None and saved != self.sampling_temperature:
+            self._set_sampling_temperature(saved)
+            print(f"[turngym] resumed at step {self.global_steps}: training samples at temperature {saved:g}")
+
+
+def adapted_temperature(folder: str | Path) -> float | None:
+    """The sampling temperature on_collapse=adapt left in a checkpoint folder (None: none or unreadable)."""
+    try:
+        value = json.loads((Path(folder) / ADAPT_FILE).read_text())["sampling_temperature"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    # A file in a folder someone else prepared is data: only a finite, bounded temperature is taken.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3:
+        return None
+    return float(value)

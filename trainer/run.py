@@ -34,7 +34,14 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from common.cli_errors import UsageError, run_cli
-from trainer.compose import ConfigError, check_verl_sizes, compose_config, env_entries, turn_limit_notes
+from trainer.compose import (
+    ConfigError,
+    check_verl_sizes,
+    compose_config,
+    compute_dtype_line,
+    env_entries,
+    turn_limit_notes,
+)
 from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
@@ -244,6 +251,9 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
             expert_share=float(ws.expert_share),
             other_player=str(ws.other_player),
             engine=warm_start_engine(cfg),
+            compute_dtype=str(cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype)
+            if cfg.trainer.device == "cpu"
+            else "fp32",
         )
         print(
             f"[turngym] warm start done in {report['seconds']:.0f} s: loss {report['loss_first']:.3f} -> "
@@ -483,6 +493,9 @@ def _main(argv: list[str] | None) -> int:
         staged = stage_run(cfg)  # datasets and prompt budget, checked outside the run folder
         check_verl_sizes(cfg, with_critic=True)  # the critic's sizes need the model directory stage_run made
         print(model_settings_line(cfg, model_label), flush=True)
+        dtype_line = compute_dtype_line(cfg)
+        if dtype_line:
+            print(f"[turngym] {dtype_line}", flush=True)
         for note in turn_limit_notes(cfg):
             print(f"[turngym] {note}", flush=True)
         log_file = train_log_path(cfg)

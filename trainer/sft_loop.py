@@ -37,8 +37,13 @@ def run_sft_loop(
     seed: int,
     max_length: int,
     on_step: Callable[[int, int, float], None] | None = None,
+    compute_dtype: str = "fp32",
 ) -> list[float]:
-    """Fine-tune `base_model` on `demos` (verl's multi-turn SFT parquet); save to `dest`; return losses."""
+    """Fine-tune `base_model` on `demos` (verl's multi-turn SFT parquet); save to `dest`; return losses.
+
+    The weights and the optimizer stay fp32; `compute_dtype` bf16 autocasts the forward pass (for CPUs
+    with bf16 units, engines.compute_dtype).
+    """
     import torch
     from omegaconf import OmegaConf
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -81,7 +86,8 @@ def run_sft_loop(
                 input_ids[j, :n] = row["input_ids"]
                 attention[j, :n] = 1
                 mask[j, :n] = row["loss_mask"][:n].float()
-            logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=compute_dtype == "bf16"):
+                logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
             # loss_mask[t] marks token t as a target, predicted from position t - 1
             targets, weights = input_ids[:, 1:], mask[:, 1:]
             token_loss = torch.nn.functional.cross_entropy(

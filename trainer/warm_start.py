@@ -63,8 +63,13 @@ def sft_config(
     seed: int,
     max_length: int,
     overrides: list[str] | tuple[str, ...] = (),
+    compute_dtype: str = "fp32",
 ) -> DictConfig:
-    """verl's sft_trainer_engine config for this warm start (user overrides applied last)."""
+    """verl's sft_trainer_engine config for this warm start (user overrides applied last).
+
+    On a CPU, `compute_dtype` (fp32 or bf16, from engines.compute_dtype) is the mixed-precision
+    compute dtype; reductions and buffers stay fp32.
+    """
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
@@ -108,9 +113,9 @@ def sft_config(
             "model.use_remove_padding=false",
             "model.enable_gradient_checkpointing=false",
             "+model.override_config.attn_implementation=sdpa",
-            # With no mixed_precision verl autocasts to bf16 (transformer_impl.py ~397), which
-            # CPUs without bf16 units emulate: fp32 steps are ~3x faster here.
-            "+engine.mixed_precision={param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}",
+            # With no mixed_precision verl autocasts to bf16 (transformer_impl.py ~397), which CPUs
+            # without bf16 units emulate ~50x slower than fp32: the dtype is the CPU's choice.
+            f"+engine.mixed_precision={{param_dtype:{compute_dtype},reduce_dtype:fp32,buffer_dtype:fp32}}",
         ]
     GlobalHydra.instance().clear()
     try:
@@ -251,8 +256,12 @@ def warm_start(
     expert_noise: float = 0.0,
     expert_share: float = 1.0,
     other_player: str = "random",
+    compute_dtype: str = "fp32",
 ) -> dict[str, Any]:
-    """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model."""
+    """Fine-tune `base_model` on expert episodes (`engine`: "verl" or "torch"); the report names the model.
+
+    `compute_dtype` (fp32 or bf16) is the CPU's, the trainer's ``turngym.compute_dtype`` choice.
+    """
     # No defaults here: turngym.warm_start in trainer/config/turngym.yaml is the one place they live.
     from trainer.expert_demos import demonstrator_problem, write_demonstrations
 
@@ -286,6 +295,7 @@ def warm_start(
             batch_size=batch_size,
             seed=seed,
             max_length=max_length,
+            compute_dtype=compute_dtype,
             on_step=(bar := LossBar(sft_steps(episodes, batch_size, epochs))),
         )
         bar.close()
@@ -302,6 +312,7 @@ def warm_start(
         seed,
         max_length,
         overrides,
+        compute_dtype=compute_dtype,
     )
     config_file = out_dir / "sft_config.yaml"
     OmegaConf.save(config, config_file)

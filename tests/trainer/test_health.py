@@ -107,7 +107,8 @@ def test_entropy_collapse_warns_and_halts_when_listed():
     assert halt is None
     assert lines == [
         "[turngym] health warning at step 9: health/entropy 0.003 < 0.05 (token entropy of the policy: it is "
-        "collapsing to fixed replies); lower actor_rollout_ref.actor.optim.lr or add "
+        "collapsing to fixed replies), 1 step(s) in a row (on_collapse=adapt acts after 2); lower "
+        "actor_rollout_ref.actor.optim.lr or add "
         "actor_rollout_ref.actor.entropy_coeff (threshold turngym.health.entropy)"
     ]
     guard = HealthGuard.from_config({"halt_on": ["entropy"]})

@@ -1,0 +1,60 @@
+"""The compute dtype follows the machine: a real matmul probe decides `auto`, a forced choice wins, and
+the trainer's actor (and nothing on a GPU) takes the choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from engines.compute_dtype import (
+    BF16_MIN_SPEEDUP,
+    MatmulRates,
+    choose_compute_dtype,
+    dtype_for,
+    measure_matmul_rates,
+)
+from trainer.compose import ACTOR_PARAM_DTYPE, compose_config, compute_dtype_line
+from trainer.config_error import ConfigError
+
+
+def test_the_probe_measures_both_dtypes_on_this_cpu_and_auto_follows_it():
+    rates = measure_matmul_rates()
+    assert rates.fp32 > 0 and rates.bf16 > 0 and rates.threads >= 1 and rates.cpu
+    choice = choose_compute_dtype("auto")
+    assert choice.rates == rates  # measured once per process
+    assert choice.dtype == ("bf16" if rates.bf16 >= BF16_MIN_SPEEDUP * rates.fp32 else "fp32")
+    line = choice.line()
+    assert line.startswith(f"compute dtype {choice.dtype}, measured on this CPU: fp32 ")
+    assert "GFLOP/s, bf16 " in line and rates.cpu in line and "\n" not in line
+
+
+def test_an_avx2_only_cpu_gets_fp32_and_one_with_bf16_units_gets_bf16():
+    # the two machines of the issue: emulated bf16 (0.7 vs 35 GFLOP/s) and bf16 units (806 vs 197)
+    assert dtype_for(MatmulRates(35.0, 0.7, 2, "AVX2")) == "fp32"
+    assert dtype_for(MatmulRates(197.0, 806.0, 2, "AVX-512 bf16")) == "bf16"
+    assert dtype_for(MatmulRates(100.0, 150.0, 2, "marginal")) == "fp32"  # casts would eat the gain
+
+
+@pytest.mark.parametrize("forced", ["fp32", "bf16"])
+def test_a_forced_dtype_measures_nothing_and_reaches_the_actor(forced):
+    assert choose_compute_dtype(forced).rates is None
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu", f"turngym.compute_dtype={forced}"])
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == forced
+    assert compute_dtype_line(cfg) == f"compute dtype {forced} (turngym.compute_dtype={forced})"
+
+
+def test_auto_sets_the_actor_from_the_probe_and_the_command_line_wins():
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu", "turngym.compute_dtype=auto"])
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == choose_compute_dtype().dtype
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu", f"{ACTOR_PARAM_DTYPE}=bf16"])
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == "bf16"
+    assert "on the command line" in compute_dtype_line(cfg)
+    # the embedded model's preset is fp32 (its figures were measured so)
+    cfg = compose_config(["env=guess-number", "trainer.device=cpu"])
+    assert cfg.turngym.compute_dtype == "fp32"
+
+
+def test_an_unknown_dtype_is_one_line():
+    with pytest.raises(ValueError, match="turngym.compute_dtype='fp16': give one of auto, fp32, bf16"):
+        choose_compute_dtype("fp16")
+    with pytest.raises(ConfigError, match="turngym.compute_dtype='fp16': give one of auto, fp32, bf16"):
+        compose_config(["env=guess-number", "trainer.device=cpu", "turngym.compute_dtype=fp16"])
