@@ -39,7 +39,9 @@ class MatmulRates:
 
     def line(self) -> str:
         """``fp32 35 GFLOP/s, bf16 0.7 GFLOP/s (AMD EPYC, 2 threads)``."""
-        return f"fp32 {self.fp32:.3g} GFLOP/s, bf16 {self.bf16:.3g} GFLOP/s ({self.cpu}, {self.threads} threads)"
+        return (
+            f"fp32 {self.fp32:.3g} GFLOP/s, bf16 {self.bf16:.3g} GFLOP/s ({self.cpu}, {self.threads} threads)"
+        )
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,9 @@ def apply_compute_dtype(cfg: DictConfig, user_keys: set[str]) -> None:
         raise ConfigError(f"turngym.compute_dtype={requested!r}: give one of {', '.join(CHOICES)}")
     if cfg.trainer.device != "cpu" or ACTOR_PARAM_DTYPE in user_keys:
         return
-    cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype = choose_compute_dtype(requested).dtype
+    cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype = choose_compute_dtype(
+        requested
+    ).dtype
 
 
 def compute_dtype_line(cfg: DictConfig) -> str | None:

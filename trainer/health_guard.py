@@ -177,9 +177,13 @@ class CollapsePolicy:
 
     def __post_init__(self) -> None:
         if self.mode not in ON_COLLAPSE:
-            raise ConfigError(f"{CONFIG_PREFIX}.on_collapse={self.mode!r}: give one of {', '.join(ON_COLLAPSE)}")
+            raise ConfigError(
+                f"{CONFIG_PREFIX}.on_collapse={self.mode!r}: give one of {', '.join(ON_COLLAPSE)}"
+            )
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or not 1 <= self.steps <= 1000:
-            raise ConfigError(f"{CONFIG_PREFIX}.collapse_steps={self.steps!r}: give a whole number from 1 to 1000")
+            raise ConfigError(
+                f"{CONFIG_PREFIX}.collapse_steps={self.steps!r}: give a whole number from 1 to 1000"
+            )
         if not (isinstance(self.temperature_step, int | float) and 0 < self.temperature_step <= 1):
             raise ConfigError(
                 f"{CONFIG_PREFIX}.adapt_temperature_step={self.temperature_step!r}: give a number in (0, 1]"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
+from rollout.episode_result import EpisodeResult
 from trainer.config_error import ConfigError
 from trainer.health import step_health
 from trainer.health_guard import HealthGuard
 from trainer.health_hook import ADAPT_FILE, HealthTrainerMixin, adapted_temperature
-from rollout.episode_result import EpisodeResult
 
 FLAT = {"health/groups_all_equal": 1.0}
 HEALTHY = {"health/groups_all_equal": 0.25}
@@ -43,7 +43,9 @@ def test_halt_stops_after_collapse_steps_in_a_row():
     assert guard.check(2, FLAT)[1] is None
     lines, halt = guard.check(3, FLAT)
     assert lines == []
-    assert halt.startswith("health/groups_all_equal 1 > 0.9") and halt.endswith("3 steps in a row (on_collapse=halt)")
+    assert halt.startswith("health/groups_all_equal 1 > 0.9") and halt.endswith(
+        "3 steps in a row (on_collapse=halt)"
+    )
     # entropy is a collapse metric too
     guard = HealthGuard.from_config({"on_collapse": "halt", "collapse_steps": 1})
     assert guard.check(1, {"health/entropy": 0.001})[1].startswith("health/entropy 0.001 < 0.05")
