@@ -5,7 +5,8 @@
     python bench/learning.py --parse /tmp/l        # summarize a finished run's output dir only
     python bench/learning.py --target train-real   # what `make train-real` runs (the real-model run), then
                                                    # zero-shot and trained on 128 held-out seeds of the plain
-                                                   # game beside the random player and the expert
+                                                   # game beside the random player and the expert, and the
+                                                   # strategy read from the episodes
 
 For every validation: held-out success and reward over all validation episodes (sampled with verl's
 val_kwargs, and greedy when `turngym.val_greedy` wrote greedy copies), and the share that ended by
@@ -14,7 +15,8 @@ verl's phases (generation, reference and old log-probs, actor update). Then
 the learning criterion (final sampled held-out success >= 2x step 0 and >= step 0 + 15 points, at
 most 10 % overflow at the end) with 95 % Wilson intervals of both rates and whether their difference
 is beyond the noise of the validation episodes (two-proportion z-test), wall time, CPU seconds of the whole process tree and the load
-average, so a time measured on a busy machine can be scaled to a quiet one.
+average, so a time measured on a busy machine can be scaled to a quiet one; then each phase of a step
+against this CPU's matmul bound (bench/phase_bound.py), measured after the run.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))  # its sibling scripts: phase_bound, guess_number_strategy
 
 from envs.baselines.success_interval import wilson_interval  # noqa: E402
 
@@ -357,6 +360,11 @@ def print_held_out(out: Path, episodes: int, evaluate: bool) -> bool:
         f"held-out: the plain game ({' '.join(PLAIN_ENV)}), {seeds} seeds from {HELD_OUT_SEED}, temperature 1"
     )
     print(format_comparison(rows))
+    from guess_number_strategy import read_strategy, strategy_line
+
+    for label, path in saved.items():
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        print(f"strategy, {label}: {strategy_line(read_strategy(records))}")
     ok, line = real_model_criterion(rows)
     print(line)
     return ok
@@ -399,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{before[0]:.1f} before -> {after[0]:.1f} after (1-min), {after[2]:.1f} (15-min), {os.cpu_count()} cores"
     )
     print(f"reward curve: {args.out / 'reward_curve.png'}")
+    from phase_bound import phase_bounds
+
+    print("\n".join(phase_bounds(args.out)))
     if held_out and code == 0:
         print_held_out(args.out, held_out, evaluate=True)
     return code
