@@ -136,7 +136,7 @@ def run_cli(
     prog: str,
     main: Callable[[list[str] | None], Any],
     argv: list[str] | None = None,
-    interrupted: str = "interrupted",
+    interrupted: str | Callable[[], str] = "interrupted",
 ) -> int:
     """Run a command line's ``main(argv)`` and turn how it ended into an exit code.
 
@@ -145,7 +145,8 @@ def run_cli(
         main: the command's work; returns an exit code (None counts as 0) and raises ``UsageError``
             for a user's mistake.
         argv: the arguments (None: ``sys.argv[1:]``, as argparse reads them).
-        interrupted: the line printed after ``prog:`` on Ctrl-C, e.g. how to resume.
+        interrupted: the line printed after ``prog:`` on Ctrl-C, e.g. how to resume; or a function
+            returning it when what was kept depends on how far the command got.
 
     Returns:
         The exit code: main's, 2 for a ``UsageError``, 130 for Ctrl-C, argparse's for ``--help`` (0).
@@ -157,7 +158,8 @@ def run_cli(
         return USAGE_EXIT
     except KeyboardInterrupt:
         # The terminal already shows ^C; start a fresh line so the message is one whole line.
-        print(f"\n{prog}: {interrupted}", file=sys.stderr, flush=True)
+        said = interrupted() if callable(interrupted) else interrupted
+        print(f"\n{prog}: {said}", file=sys.stderr, flush=True)
         return INTERRUPT_EXIT
     except SystemExit as exc:  # argparse's --help (0), or a library's exit
         if isinstance(exc.code, str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from envs.baselines.baseline_players import PLAYERS, play_baseline
+from envs.baselines.baseline_players import PLAYER_METHODS, PLAYERS, play_baseline
 from envs.baselines.success_interval import wilson_interval
 
 # The behaviour rates shown as columns when any row has them (others stay in the summary).
@@ -42,6 +42,32 @@ def baseline_rows(
             **{f"behaviour/{k}": v for k, v in result.behaviour.items()},
         }
     return rows
+
+
+def skipped_players(env_id: str, env_kwargs: dict[str, Any], rows: dict[str, dict[str, float]]) -> str:
+    """One line naming the trivial players `baseline_rows` left out and why; "" when none were.
+
+    Args:
+        env_id: The env the model played.
+        env_kwargs: Its constructor kwargs (a `remote` URL means the env was served).
+        rows: What `baseline_rows` returned.
+
+    Returns:
+        E.g. "baselines skipped: random (guess-number-v0 served at http://... offers no random_action)",
+        or "".
+
+    >>> skipped_players("guess-number-v0", {}, {"random": {}, "expert": {}})
+    ''
+    >>> skipped_players("my-chat-v0", {}, {})
+    'baselines skipped: random, expert (my-chat-v0 has no random_action or expert_action)'
+    """
+    missing = [p for p in PLAYERS if p not in rows]
+    if not missing:
+        return ""
+    methods = " or ".join(PLAYER_METHODS[p] for p in missing)
+    remote = env_kwargs.get("remote")
+    where = f"{env_id} served at {remote} offers no {methods}" if remote else f"{env_id} has no {methods}"
+    return f"baselines skipped: {', '.join(missing)} ({where})"
 
 
 def format_comparison(rows: dict[str, dict[str, float]]) -> str:

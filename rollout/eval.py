@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.cli_errors import UsageError, check_output_file, did_you_mean, make_parent, run_cli
+from common.cli_errors import UsageError, check_output_file, did_you_mean, make_parent, one_line, run_cli
 from engines.named_models import EMBEDDED, is_embedded, is_model_name
 from rollout.episode_budgets import NAMED_MODEL_BUDGETS, TRAINING_KEYS, default_budgets
 from rollout.episode_kind import EpisodeKind
@@ -336,7 +336,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     """Run the evaluation and print the summary; returns the summary dict (of the last env evaluated)."""
     from tqdm import tqdm
 
-    from rollout.baseline_table import baseline_rows, format_comparison
     from rollout.collection import acollect, summarize
     from rollout.episode import EpisodeConfig
 
@@ -419,30 +418,75 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         wall = time.perf_counter() - t0
         bar.close()
         summary = summarize(batch)
+        played = list(batch) + list(batch.failed)
+        everything += played
+        kinds += [kind] * len(played)
+        if save:  # what was played is on disk before anything optional runs
+            save_trajectories(everything, save, opts.get("model"), str(tokenizer_path), kinds, cfg.max_turns)
+            _SAVED[:] = [save, len(everything)]
         if len(plan) > 1:
             print(kind.key)
         print(format_summary(summary, wall))
         if opts.get("baselines", True):
-            seeds = sorted({t.seed for t in [*batch, *batch.failed] if t.seed is not None})
-            rows = {"model": summary, **baseline_rows(kind.env_id, seeds, dict(kind.kwargs), cfg.max_turns)}
-            if len(rows) > 1:
-                print(f"\nthe model beside the env's trivial players, on the same {len(seeds)} seeds:")
-                print(format_comparison(rows))
-            summary.update({f"{p}/{k}": v for p, row in rows.items() if p != "model" for k, v in row.items()})
+            seeds = sorted({t.seed for t in played if t.seed is not None})
+            summary.update(print_baselines(kind, seeds, summary, cfg.max_turns))
         for t in batch.failed[:3]:
             print(f"failed episode (seed {t.seed}): {t.error}", file=sys.stderr)
-        played = list(batch) + list(batch.failed)
-        everything += played
-        kinds += [kind] * len(played)
     if save:
-        save_trajectories(everything, save, opts.get("model"), str(tokenizer_path), kinds, cfg.max_turns)
         print(f"saved {len(everything)} trajectories to {save} (view: python -m rollout.view {save})")
     return summary
 
 
+def print_baselines(
+    kind: EpisodeKind, seeds: list[int], summary: dict[str, float], max_turns: int | None
+) -> dict[str, float]:
+    """Print the model beside the env's random and expert players on its seeds; returns their numbers.
+
+    Optional, so it never ends the evaluation: a player the env lacks (a served env has no
+    `random_action`) or one that fails is one line, "baselines skipped: ...".
+
+    Args:
+        kind: The env id and kwargs the model played.
+        seeds: The seeds of its episodes.
+        summary: The model's summary (its row of the table).
+        max_turns: The model's turn cap, applied to the players too.
+
+    Returns:
+        {"<player>/<metric>": value} for the summary, empty when no player ran.
+    """
+    from rollout.baseline_table import baseline_rows, format_comparison, skipped_players
+
+    try:
+        players = baseline_rows(kind.env_id, seeds, dict(kind.kwargs), max_turns)
+    except Exception as exc:  # noqa: BLE001 - an optional table: what went wrong in one line, the run goes on
+        print(
+            f"baselines skipped: {kind.env_id}: {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr
+        )
+        return {}
+    if players:
+        print(f"\nthe model beside the env's trivial players, on the same {len(seeds)} seeds:")
+        print(format_comparison({"model": summary, **players}))
+    skipped = skipped_players(kind.env_id, dict(kind.kwargs), players)
+    if skipped:
+        print(skipped)
+    return {f"{p}/{k}": v for p, row in players.items() for k, v in row.items()}
+
+
+#: [path, count] of the --save file once written, for the Ctrl-C line.
+_SAVED: list[Any] = []
+
+
+def _interrupted() -> str:
+    if not _SAVED:
+        return "interrupted; nothing was saved"
+    path, count = _SAVED
+    return f"interrupted; the {count} episodes of the envs played to the end are in {path}"
+
+
 def cli(argv: list[str] | None = None) -> int:
     """Command-line entry: usage errors print one line and exit with code 2, Ctrl-C exits 130."""
-    return run_cli("rollout.eval", main, argv, interrupted="interrupted; nothing was saved")
+    _SAVED.clear()
+    return run_cli("rollout.eval", main, argv, interrupted=_interrupted)
 
 
 if __name__ == "__main__":

@@ -415,13 +415,109 @@ def test_ctrl_c_in_training_is_one_line_with_the_resume_hint(world, capsys, monk
     TABLE.append(("python -m trainer.run env=guess-number ... (Ctrl-C)", err[0], INTERRUPT_EXIT))
 
 
-def test_the_guard_itself():
+def test_the_guard_itself(capsys):
     assert run_cli("x", lambda argv: (_ for _ in ()).throw(UsageError("bad\n  thing"))) == 2
+    # What Ctrl-C kept depends on how far the command got: the line may be computed then.
+    stop = lambda argv: (_ for _ in ()).throw(KeyboardInterrupt)  # noqa: E731
+    assert run_cli("x", stop, interrupted=lambda: "2 episodes are in x.jsonl") == INTERRUPT_EXIT
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "x: 2 episodes are in x.jsonl"
     assert run_cli("x", lambda argv: 0) == 0
     assert did_you_mean("guess-numbr", ["guess-number", "wordle"]) == "did you mean guess-number?"
     assert did_you_mean("zzz", ["guess-number"]) == ""
     with pytest.raises(UsageError, match="is a folder"):
         check_output_file(os.getcwd(), "--save")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def served_envs():
+    """A real `python -m envs serve` on loopback; yields its URL."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "envs", "serve", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = server.stderr.readline()
+        assert "listening on" in line, line
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.kill()
+        server.wait()
+        server.stderr.close()
+
+
+def test_eval_of_a_served_env_saves_what_it_played_and_skips_a_missing_baseline_in_one_line(
+    world, capsys, served_envs
+):
+    """Evaluating a served env played its episodes, then died in the random player ('RemoteEnv' object
+    has no attribute 'random_action'), exit 1, and the --save file was never written."""
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    target = world["cwd"] / "x.jsonl"
+    argv = ["env=guess-number-v0", f"env.remote={served_envs}", "n=4", "max_turns=1", "max_new_tokens=4"]
+    assert rollout_eval.cli([*argv, "--save", str(target)]) == 0
+    out, err = capsys.readouterr()
+    assert len(load_jsonl(str(target))) == 4
+    skipped = [line for line in out.splitlines() if line.startswith("baselines skipped: ")]
+    assert len(skipped) == 1 and "random" in skipped[0] and served_envs in skipped[0], out
+    assert "Traceback" not in err and "random_action" not in err, err
+    # The expert is played by the server, on the model's seeds.
+    assert re.search(r"^expert\s+4\s", out, re.MULTILINE), out
+    TABLE.append(
+        (
+            f"python -m rollout.eval env=guess-number-v0 env.remote={served_envs} n=4 --save x.jsonl",
+            skipped[0],
+            0,
+        )
+    )
+
+
+BROKEN_EXPERT = """\
+import envs
+from envs.games.guess_number import GuessNumberEnv
+
+
+class BrokenExpert(GuessNumberEnv):
+    def expert_action(self):
+        return {}["missing"]
+
+
+envs.register("broken-expert-guess-v0", BrokenExpert)
+"""
+
+
+def test_eval_keeps_what_it_played_when_a_baseline_player_fails(world, capsys, monkeypatch):
+    """A baseline player's exception ended the evaluation before the --save file was written."""
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    (world["cwd"] / "my_expert_env.py").write_text(BROKEN_EXPERT)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    target = world["cwd"] / "x.jsonl"
+    argv = [
+        "env=broken-expert-guess-v0",
+        "n=2",
+        "max_turns=1",
+        "max_new_tokens=4",
+        "--import",
+        "my_expert_env",
+    ]
+    assert rollout_eval.cli([*argv, "--save", str(target)]) == 0
+    out, err = capsys.readouterr()
+    assert len(load_jsonl(str(target))) == 2
+    lines = [line for line in err.splitlines() if line.startswith("baselines skipped: ")]
+    assert lines == ["baselines skipped: broken-expert-guess-v0: KeyError: 'missing'"], err
+    assert "Traceback" not in err, err
+    TABLE.append(("python -m rollout.eval env=broken-expert-guess-v0 ... --save x.jsonl", lines[0], 0))
 
 
 def test_print_the_table(capsys):

@@ -15,6 +15,8 @@ from typing import Any
 from envs.baselines.behaviour import pool_behaviour
 
 PLAYERS = ("random", "expert")
+#: The env method each player's moves come from.
+PLAYER_METHODS = {"random": "random_action", "expert": "expert_action"}
 
 
 @dataclass
@@ -40,7 +42,8 @@ def play_baseline(
     env_kwargs: dict[str, Any] | None = None,
     max_turns: int | None = None,
 ) -> BaselineResult | None:
-    """Play `player` ("random" or "expert") once on each seed; None when the env has no such player.
+    """Play `player` ("random" or "expert") once on each seed; None when the env has no such player
+    (its method is missing, as a served env's `random_action`, or raises NotImplementedError).
 
     Args:
         env_id: A registered env id.
@@ -63,6 +66,10 @@ def play_baseline(
         raise ValueError(f"unknown player {player!r}; choose from {', '.join(PLAYERS)}")
     env = envs.make(env_id, **(env_kwargs or {}))
     game = env.unwrapped
+    # A served env (RemoteEnv) carries the expert over the wire but has no random player.
+    if getattr(game, PLAYER_METHODS[player], None) is None:
+        env.close()
+        return None
     successes, total, counts = 0, 0.0, []
     try:
         for seed in seeds:
