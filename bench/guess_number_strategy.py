@@ -1,6 +1,6 @@
 """The strategy a guess-number player used, read from its saved episodes by replaying them in the env.
 
-    python bench/guess_number_strategy.py held_out_trained.jsonl [more.jsonl ...]
+    python bench/guess_number_strategy.py held_out_trained.jsonl [more.jsonl ...] [--episodes 5]
 
 Each episode's assistant replies are played again through `guess-number-v0` (easy, text moves) on the
 episode's seed, so a guess is what the env read, never what a regex guesses. Per file it prints:
@@ -130,15 +130,52 @@ def strategy_line(strategy: Mapping[str, Any]) -> str:
     )
 
 
+def episode_line(record: Mapping[str, Any]) -> str:
+    """One episode as played: the seed, won or lost, then each reply (A) and the env's answer.
+
+    Example:
+        >>> episode_line({"seed": 7, "success": True, "messages": [
+        ...     {"role": "user", "content": "Guess a number."},
+        ...     {"role": "assistant", "content": "10"},
+        ...     {"role": "user", "content": "Correct! The number was 10. You used 1 guesses."}]})
+        '7, won: A `10` · Correct'
+    """
+    parts = []
+    started = False
+    for message in record.get("messages", []):
+        text = " ".join(str(message.get("content") or "").split())
+        if message.get("role") == "assistant":
+            started = True
+            parts.append(f"A `{text}`")
+        elif started:
+            lowered = text.lower()
+            answer = next(
+                (word for word in ("too low", "too high", "correct", "no guesses left") if word in lowered),
+                None,
+            )
+            parts.append(
+                answer.capitalize() if answer in ("correct", "no guesses left") else answer or text[:60]
+            )
+    return f"{record.get('seed')}, {'won' if record.get('success') else 'lost'}: " + " · ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print the strategy of each saved file."""
-    paths = [Path(p) for p in (argv if argv is not None else sys.argv[1:])]
+    """Print the strategy of each saved file (and, with --episodes N, its first N episodes as played)."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    shown = 0
+    if "--episodes" in args:
+        at = args.index("--episodes")
+        shown = int(args[at + 1])
+        del args[at : at + 2]
+    paths = [Path(p) for p in args]
     if not paths:
         print(__doc__)
         return 2
     for path in paths:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         print(f"{path}: {strategy_line(read_strategy(records))}")
+        for record in records[:shown]:
+            print(f"- {episode_line(record)}")
     return 0
 
 
