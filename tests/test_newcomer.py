@@ -67,6 +67,8 @@ def world(tmp_path, monkeypatch):
     (cwd / "traj.jsonl").write_text("this is not JSON\n")
     (cwd / "tools.yaml").write_text("tools:\n  - entry: calculater\n")
     (cwd / "spaced.yaml").write_text("tools:\n  - entry: calculator\n    name: count letters with spaces\n")
+    (cwd / "sometimes.yaml").write_text("tools:\n  - entry: calculator\n    concurrent: sometimes\n")
+    (cwd / "lots.yaml").write_text("tools:\n  - entry: search\n    config: {max_chars_per_doc: lots}\n")
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
@@ -81,6 +83,20 @@ CASES = [
     ("envs", ["play", "guess-number-v0", "--seed", "one"], 2, "invalid int value"),
     ("envs", ["play", "calculator-qa-v0", "-o", "tools=tools.yaml"], 2, "entry: calculater"),
     ("envs", ["play", "calculator-qa-v0", "-o", "tools=spaced.yaml"], 2, "not a valid function name"),
+    # Every documented Tool field is a YAML key, its value checked; a config value is checked against
+    # the constructor's type hints at load, not by every call failing.
+    (
+        "envs",
+        ["play", "calculator-qa-v0", "-o", "tools=sometimes.yaml"],
+        2,
+        "`concurrent` must be true or false",
+    ),
+    (
+        "envs",
+        ["play", "calculator-qa-v0", "-o", "tools=lots.yaml"],
+        2,
+        "max_chars_per_doc`: expected integer",
+    ),
     ("envs", ["serve", "--port", "{port}"], 2, "is in use"),
     ("envs", ["experts", "--episodes", "0"], 2, "at least 1"),
     ("envs", ["check", "guess-numbr-v0"], 2, "did you mean 'guess-number-v0'"),
@@ -518,6 +534,110 @@ def test_eval_keeps_what_it_played_when_a_baseline_player_fails(world, capsys, m
     assert lines == ["baselines skipped: broken-expert-guess-v0: KeyError: 'missing'"], err
     assert "Traceback" not in err, err
     TABLE.append(("python -m rollout.eval env=broken-expert-guess-v0 ... --save x.jsonl", lines[0], 0))
+
+
+MY_TOOLS = """\
+import pydantic
+
+from tools import Tool, tool
+
+
+@tool
+def add(a: int, b: int) -> str:
+    \"\"\"Add two integers.\"\"\"
+    return str(a + b)
+
+
+class Scale(Tool):
+    name = "scale"
+    description = "Multiply by the configured factor."
+
+    class Args(pydantic.BaseModel):
+        x: float
+
+    def __init__(self, factor: int = 2) -> None:
+        self.factor = factor
+
+    def run(self, args, context):
+        return str(args.x * self.factor)
+"""
+
+
+def test_a_tools_yaml_declares_every_documented_tool_field(world, monkeypatch):
+    """`concurrent: true` was refused: unknown key(s) concurrent (allowed: config, description, entry, ...)."""
+    import tools
+
+    (world["cwd"] / "newcomer_tools.py").write_text(MY_TOOLS)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    declared = {
+        "name": "plus",
+        "description": "Sum.",
+        "stateful": True,
+        "concurrent": True,
+        "timeout_s": 2,
+        "max_output_chars": 50,
+    }
+    lines = [f"    {key}: {json.dumps(value)}" for key, value in declared.items()]
+    (world["cwd"] / "fields.yaml").write_text(
+        "tools:\n  - entry: newcomer_tools:add\n" + "\n".join(lines) + "\n"
+    )
+    (plus,) = tools.load_tools("fields.yaml")
+    assert {key: getattr(plus, key) for key in declared} == {**declared, "timeout_s": 2.0}
+    assert plus.call_sync({"a": 2, "b": 3}).content == "5"
+    # The module's own `@tool` is not changed by what one file declares.
+    fast = "tools:\n  - entry: newcomer_tools:add\n    concurrent: true\n"
+    assert tools.load_tools(_yaml(world["cwd"], "fast.yaml", fast))[0].concurrent
+    (again,) = tools.load_tools(_yaml(world["cwd"], "again.yaml", "tools:\n  - entry: newcomer_tools:add\n"))
+    assert (again.name, again.concurrent, again.max_output_chars) == ("add", False, 20_000)
+    TABLE.append(
+        ("tools.load_tools(fields.yaml) with concurrent: true, max_output_chars: 50, ...", "works", 0)
+    )
+
+
+def _yaml(folder: Path, name: str, text: str) -> str:
+    (folder / name).write_text(text)
+    return str(folder / name)
+
+
+def test_a_tool_config_of_the_wrong_type_is_one_line_at_load(world, capsys, monkeypatch):
+    """`config: {factor: "three"}` for `factor: int` loaded (exit 0) and then every call failed with a
+    TypeError the model saw."""
+    import envs.__main__
+
+    (world["cwd"] / "newcomer_tools.py").write_text(MY_TOOLS)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    _yaml(
+        world["cwd"], "three.yaml", 'tools:\n  - entry: newcomer_tools:Scale\n    config: {factor: "three"}\n'
+    )
+    before = (_tree(world["cwd"]), _tree(world["scratch"]))
+    assert envs.__main__.main(["play", "calculator-qa-v0", "-o", "tools=three.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Scale config key `factor`: expected integer, got 'three'" in err[0], err
+    assert (_tree(world["cwd"]), _tree(world["scratch"])) == before
+    TABLE.append(("python -m envs play calculator-qa-v0 -o tools=three.yaml", err[0], 2))
+
+
+def test_a_tool_class_refuses_unknown_arguments_as_a_tool_function_does(world, monkeypatch):
+    """A Tool subclass's nested Args took any argument, and its schema allowed them."""
+    import tools
+
+    (world["cwd"] / "newcomer_tools.py").write_text(MY_TOOLS)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    (scale,) = tools.load_tools(
+        _yaml(world["cwd"], "scale.yaml", "tools:\n  - entry: newcomer_tools:Scale\n")
+    )
+
+    @tools.tool
+    def twice(x: float) -> str:
+        """Multiply by two."""
+        return str(x * 2)
+
+    assert scale.schema["function"]["parameters"] == twice.schema["function"]["parameters"]
+    assert scale.schema["function"]["parameters"]["additionalProperties"] is False
+    for one in (scale, twice):
+        result = one.call_sync({"x": 1, "speed": 3})
+        assert result.is_error and result.content == f"tool `{one.name}`: unexpected argument `speed`"
+    assert scale.call_sync({"x": 1.5}).content == "3.0"
 
 
 def test_print_the_table(capsys):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 from collections.abc import Callable
 from typing import Any
+
+import pydantic
 
 from common.registration import load_entry_point
 from tools.tool import FunctionTool, Tool, check_tool_name
@@ -26,22 +29,33 @@ def _verl_entry(class_name: str) -> str:
     return f"{module}:{attr}"
 
 
-def _check_config(cls: type, config: dict[str, Any]) -> None:
+def _check_config(cls: type, config: dict[str, Any]) -> dict[str, Any]:
+    """`config` checked against `cls.__init__`'s parameters and type hints, as the hints make the values.
+
+    A key the constructor does not take, a missing required one or a value of the wrong type raises
+    TypeError in one line, at load, instead of a tool that fails on every call.
+    """
+    from tools.tool import config_model, format_validation_error
+
     sig = inspect.signature(cls.__init__)
-    params = [p for p in sig.parameters.values() if p.name != "self"]
-    if any(p.kind == p.VAR_KEYWORD for p in params):
-        return
+    # A class without its own constructor (object's: *args, **kwargs) takes no config at all.
+    params = [p for p in sig.parameters.values() if p.name != "self" and cls.__init__ is not object.__init__]
     accepted = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    unknown = [k for k in config if k not in accepted]
-    if unknown:
-        raise TypeError(
-            f"config key(s) {', '.join(repr(k) for k in unknown)} not accepted by {cls.__name__} "
-            f"(accepts: {', '.join(accepted) or 'nothing'})"
-        )
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        unknown = [k for k in config if k not in accepted]
+        if unknown:
+            raise TypeError(
+                f"config key(s) {', '.join(repr(k) for k in unknown)} not accepted by {cls.__name__} "
+                f"(accepts: {', '.join(accepted) or 'nothing'})"
+            )
+    model = config_model(cls.__init__, accepted)
+    named = {k: v for k, v in config.items() if k in accepted}
     try:
-        sig.bind(None, **config)
-    except TypeError as exc:
-        raise TypeError(f"{cls.__name__} config: {exc}") from None
+        checked = model.model_validate(named)
+    except pydantic.ValidationError as exc:
+        raise TypeError(format_validation_error(exc, what=f"{cls.__name__} config key")) from None
+    # Only the keys given: the constructor's own defaults stay its own.
+    return {**config, **{k: getattr(checked, k) for k in named}}
 
 
 def make_tool(obj: Any, config: dict[str, Any] | None = None, name: str | None = None) -> Tool:
@@ -56,8 +70,7 @@ def make_tool(obj: Any, config: dict[str, Any] | None = None, name: str | None =
             raise TypeError("`config` given, but the entry is already a Tool instance")
         tool = obj
     elif isinstance(obj, type) and issubclass(obj, Tool):
-        _check_config(obj, config)
-        tool = obj(**config)
+        tool = obj(**_check_config(obj, config))
     elif callable(obj):
         if config:
             raise TypeError(
@@ -68,8 +81,6 @@ def make_tool(obj: Any, config: dict[str, Any] | None = None, name: str | None =
         raise TypeError(f"expected a Tool subclass, a Tool or a function, got {type(obj).__name__}")
     if name:
         if tool.name != name and not isinstance(obj, type):
-            import copy
-
             tool = copy.copy(tool)
         tool.name = name
     check_tool_name(tool.name)  # a YAML `name:` or a Tool subclass's own, as the model must write it
@@ -91,7 +102,7 @@ def _from_item(item: Any) -> Tool:
         raise TypeError(f"expected a mapping with `entry`, got {type(item).__name__}")
     if "class_name" in item:  # verl's layout
         return _from_verl(item)
-    known = {"entry", "builtin", "name", "config", "description", "timeout_s"}
+    known = {"entry", "builtin", "name", "config", *TOOL_FIELDS}
     extra = sorted(set(item) - known)
     if extra:
         raise TypeError(f"unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(known))})")
@@ -101,12 +112,61 @@ def _from_item(item: Any) -> Tool:
     config = item.get("config") or {}
     if not isinstance(config, dict):
         raise TypeError(f"`config` must be a mapping, got {type(config).__name__}")
-    tool = make_tool(target, config, item.get("name"))
-    if "description" in item:
-        tool.description = str(item["description"])
-    if "timeout_s" in item:
-        tool.timeout_s = None if item["timeout_s"] is None else float(item["timeout_s"])
+    name = item.get("name")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"`name` must be a string, got {_shown(name)}")
+    fields = {key: check(key, item[key]) for key, check in TOOL_FIELDS.items() if key in item}
+    tool = make_tool(target, config, name)
+    if fields:
+        # Copied: the entry may be a Tool instance another file or module shares (a `@tool` function).
+        tool = copy.copy(tool)
+        for key, value in fields.items():
+            setattr(tool, key, value)
     return tool
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _text(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"`{key}` must be a string, got {_shown(value)}")
+    return value
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"`{key}` must be true or false, got {_shown(value)}")
+    return value
+
+
+def _seconds(key: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise TypeError(f"`{key}` must be a number of seconds > 0 or null (no limit), got {_shown(value)}")
+    return float(value)
+
+
+def _count(key: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TypeError(f"`{key}` must be a whole number >= 1 or null (no cut), got {_shown(value)}")
+    return value
+
+
+#: The `Tool` fields a YAML entry may set beside `name` (docs/tools.md's table), each with its check:
+#: the value as the Tool holds it, or a TypeError saying what is expected. `args_model` is the entry's
+#: own (its signature or `Args`).
+TOOL_FIELDS: dict[str, Callable[[str, Any], Any]] = {
+    "description": _text,
+    "stateful": _flag,
+    "concurrent": _flag,
+    "timeout_s": _seconds,
+    "max_output_chars": _count,
+}
 
 
 def _from_verl(item: dict[str, Any]) -> Tool:

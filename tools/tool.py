@@ -55,10 +55,41 @@ class _NoArgs(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 
 
+def forbid_unknown_arguments(model: type[pydantic.BaseModel]) -> type[pydantic.BaseModel]:
+    """`model`, or a subclass of it that refuses unknown arguments, as a `@tool` function's model does.
+
+    A model that sets `extra` itself (e.g. `extra="allow"`) is kept as it is, and so is a `RootModel`.
+
+    Args:
+        model: A Tool's argument model (its nested `Args` or `args_model`).
+
+    Returns:
+        A model whose schema says `"additionalProperties": false` and whose validation names an
+        unknown argument ("unexpected argument `speed`").
+
+    >>> class Args(pydantic.BaseModel):
+    ...     x: int
+    >>> forbid_unknown_arguments(Args).model_json_schema()["additionalProperties"]
+    False
+    """
+    if not isinstance(model, type) or not issubclass(model, pydantic.BaseModel):
+        return model
+    if "extra" in model.model_config or issubclass(model, pydantic.RootModel):
+        return model
+    namespace = {
+        "model_config": pydantic.ConfigDict(extra="forbid"),
+        "__module__": model.__module__,
+        "__qualname__": model.__qualname__,
+        "__doc__": model.__doc__,  # the schema's description, as the model's own
+    }
+    return type(model.__name__, (model,), namespace)
+
+
 class Tool:
     """A tool: `name`, `description`, a pydantic `args_model`, and `run` which subclasses implement.
 
-    Subclasses either set `args_model` or define a nested `class Args(BaseModel)`. Stateful tools set
+    Subclasses either set `args_model` or define a nested `class Args(BaseModel)` (unknown arguments are
+    refused, as a `@tool` function's are, unless the model sets `extra` itself). Stateful tools set
     `stateful = True`; `fork()` gives each episode its own instance and `aclose()` releases it.
     Calling a tool (`call`, `call_sync`) never raises: bad arguments, exceptions, `sys.exit` and
     timeouts all come back as a `ToolResult` with `is_error=True` whose text the model can act on.
@@ -70,6 +101,7 @@ class Tool:
         description: One line the model reads in the tool schema.
         args_model: The pydantic model the JSON arguments are validated against (or a nested `Args`).
         stateful: True when one episode's calls share state; each episode then gets its own `fork()`.
+        concurrent: True when calls of one reply may run at the same time (a pure function).
         timeout_s: Seconds one call may take before it becomes an error result (None: no limit).
         max_output_chars: Longer result text is cut, with a note saying how much (None: no cut).
 
@@ -116,7 +148,10 @@ class Tool:
             and isinstance(nested, type)
             and issubclass(nested, pydantic.BaseModel)
         ):
-            cls.args_model = nested
+            # Unknown arguments are refused, as a `@tool` function's are; `Args` stays `args_model`.
+            cls.Args = cls.args_model = forbid_unknown_arguments(nested)
+        elif "args_model" in cls.__dict__:
+            cls.args_model = forbid_unknown_arguments(cls.args_model)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -433,6 +468,39 @@ def _model_from_signature(
     return model, takes_context
 
 
+def config_model(fn: Callable[..., Any], names: list[str]) -> type[pydantic.BaseModel]:
+    """A pydantic model of `fn`'s parameters `names` (a Tool's constructor: its YAML `config`).
+
+    Each field has the parameter's type hint and default; a hint pydantic cannot check (an unresolvable
+    name, a protocol) is left unchecked, and a class it does not know is checked with isinstance.
+
+    Args:
+        fn: The function, e.g. a Tool subclass's `__init__`.
+        names: The parameters to model (keyword-passable ones).
+
+    Returns:
+        The model; validating a config with it checks the types and converts as the hints say.
+
+    >>> def init(self, factor: int = 2, unit: str = "km"): ...
+    >>> config_model(init, ["factor", "unit"]).model_validate({"factor": "3"}).factor
+    3
+    """
+    sig = inspect.signature(fn)
+    hints = _type_hints(fn, None)
+    settings = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    fields: dict[str, Any] = {}
+    for pname in names:
+        param = sig.parameters[pname]
+        default = ... if param.default is param.empty else param.default
+        annotation = hints.get(pname, Any)
+        try:  # one field at a time: a hint pydantic cannot build a check for stays unchecked
+            pydantic.create_model("Probe", __config__=settings, probe=(annotation, default))
+        except Exception:
+            annotation = Any
+        fields[pname] = (annotation, default)
+    return pydantic.create_model("Config", __config__=settings, **fields)  # type: ignore[call-overload]
+
+
 _TYPE_WORDS = {
     "int": "integer",
     "float": "number",
@@ -448,20 +516,28 @@ _TYPE_WORDS = {
 }
 
 
-def format_validation_error(exc: pydantic.ValidationError) -> str:
-    """One line per problem, e.g. "argument `n`: expected integer, got 'abc'"."""
+def format_validation_error(exc: pydantic.ValidationError, what: str = "argument") -> str:
+    """One line per problem, e.g. "argument `n`: expected integer, got 'abc'".
+
+    Args:
+        exc: pydantic's error.
+        what: What the fields are called in the message ("argument", or e.g. "Scale config key").
+
+    Returns:
+        The problems joined by "; ".
+    """
     lines = []
     for err in exc.errors(include_url=False):
         loc = _loc_text(err.get("loc", ()))
         etype = err.get("type", "")
         got = err.get("input")
         if etype == "missing":
-            lines.append(f"missing required argument `{loc}`")
+            lines.append(f"missing required {what} `{loc}`")
             continue
         if etype == "extra_forbidden":
-            lines.append(f"unexpected argument `{loc}`")
+            lines.append(f"unexpected {what} `{loc}`")
             continue
-        prefix = f"argument `{loc}`" if loc else "arguments"
+        prefix = f"{what} `{loc}`" if loc else f"{what}s"
         kind = etype.split("_")[0]
         if etype.endswith(("_type", "_parsing")) and kind in _TYPE_WORDS:
             expected = f"expected {_TYPE_WORDS[kind]}"
