@@ -12,41 +12,12 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from common.number_bounds import Bound, is_number
 from trainer.config_error import ConfigError
-
-
-@dataclass(frozen=True)
-class Bound:
-    """What one key accepts: a whole number or any number, from ``low`` to ``high`` (inclusive unless
-    ``open_low``), null when ``nullable``, and the words in ``words`` (``auto``)."""
-
-    whole: bool
-    low: float | None = None
-    high: float | None = None
-    open_low: bool = False
-    nullable: bool = False
-    words: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        """``a whole number >= 1``, ``a number in (0, 1]``, ... for the message."""
-        kind = "a whole number" if self.whole else "a number"
-        if self.low is not None and self.high is not None:
-            text = f"{kind} in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
-        elif self.low is not None:
-            text = f"{kind} {'>' if self.open_low else '>='} {self.low:g}"
-        elif self.high is not None:
-            text = f"{kind} <= {self.high:g}"
-        else:
-            text = kind
-        extras = [*self.words, *(["null"] if self.nullable else [])]
-        return text + (f" (or {', '.join(extras)})" if extras else "")
-
 
 COUNT = Bound(whole=True, low=1)
 COUNT_OR_NULL = Bound(whole=True, low=1, nullable=True)
@@ -116,27 +87,6 @@ RANGES: dict[str, Bound] = {
 }
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _problem(key: str, value: Any, bound: Bound) -> str | None:
-    if value is None:
-        return None if bound.nullable else f"{key}=null: give {bound.describe()}"
-    if isinstance(value, str) and value in bound.words:
-        return None
-    shown = f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}"
-    if not _is_number(value) or (isinstance(value, float) and not math.isfinite(value)):
-        return f"{shown} is not a number; give {bound.describe()}"
-    if bound.whole and not isinstance(value, int):
-        return f"{shown} is not a whole number; give {bound.describe()}"
-    too_low = bound.low is not None and (value <= bound.low if bound.open_low else value < bound.low)
-    too_high = bound.high is not None and value > bound.high
-    if too_low or too_high:
-        return f"{shown} is out of range; give {bound.describe()}"
-    return None
-
-
 def _value(cfg: DictConfig, key: str) -> Any:
     return OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
 
@@ -171,12 +121,12 @@ def check_numbers(cfg: DictConfig, defaults: DictConfig, user_keys: set[str]) ->
                 == "<absent>"
             ):
                 continue
-            problem = _problem(key, _value(cfg, key), RANGES[key])
+            problem = RANGES[key].problem(key, _value(cfg, key))
         else:
             default = _value(defaults, key)
             value = _value(cfg, key)
             problem = None
-            if _is_number(default) and value is not None and not _is_number(value):
+            if is_number(default) and value is not None and not is_number(value):
                 shown = f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}"
                 problem = f"{shown} is not a number; give a number like its default {default}"
         if problem:
