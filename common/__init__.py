@@ -6,8 +6,10 @@
 - `common.cli_errors`: every command line's way of reporting a user's mistake (one line, exit 2).
 - `common.thread_deadline`: a call on this thread stopped once it runs past its time (tool runs,
   chat-template renders).
+- `common.number_bounds`: `Bound`, what a number from outside may be (command-line keys, env keywords,
+  sampling parameters), refused in one line otherwise.
 
-Why "common" and not a name for what it holds: the four have no concept in common but their users.
+Why "common" and not a name for what it holds: they have no concept in common but their users.
 A registry, an event-loop bridge, a CLI convention and a watchdog would need four names, and four
 one-module packages would add more to the root than they explain. What they share is their place:
 standard library only, no turngym import, so every package (chat and serving included) may stand on

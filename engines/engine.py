@@ -8,12 +8,14 @@ re-exported here with the types the engines share.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 # The contract itself sits in chat, the ground floor; the engines here implement it.
 from chat.engine import Engine as Engine
 from chat.engine import chat_kwargs as chat_kwargs
+from common.number_bounds import Bound
 
 
 @dataclass
@@ -36,6 +38,53 @@ class EngineError(RuntimeError):
 
 class EngineRequestError(EngineError):
     """The request itself was rejected (e.g. HTTP 400): retrying the same request cannot help."""
+
+
+_TOKENS = Bound(whole=True, low=0, high=2**31 - 1, nullable=True)
+_SEED = Bound(whole=True, low=0, high=2**63 - 1, nullable=True)  # what torch.Generator.manual_seed takes
+_PENALTY = Bound(whole=False, low=-2, high=2)  # OpenAI's range for frequency and presence penalties
+
+#: What each numeric sampling parameter of a request may be (verl's and SGLang's names). A temperature
+#: between 0 and 0.01 divides the logits into inf (1e-300 was an HTTP 500), and a seed past 2**63 - 1
+#: does not fit torch's generator (2**200 was a 500 too).
+SAMPLING_BOUNDS: dict[str, Bound] = {
+    "temperature": Bound(whole=False, low=0.01, high=100, zero=True),  # 0: greedy
+    "top_p": Bound(whole=False, low=0, high=1, open_low=True),
+    "top_k": Bound(whole=True, low=-1, high=2**31 - 1, nullable=True),  # -1 (or 0): no cut
+    "min_p": Bound(whole=False, low=0, high=1),
+    "max_new_tokens": _TOKENS,
+    "max_tokens": _TOKENS,
+    "min_new_tokens": _TOKENS,
+    "sampling_seed": _SEED,
+    "seed": _SEED,
+    "repetition_penalty": Bound(whole=False, low=0, high=100, open_low=True),
+    "frequency_penalty": _PENALTY,
+    "presence_penalty": _PENALTY,
+}
+
+
+def sampling_problem(params: Mapping[str, Any]) -> str | None:
+    """None when every numeric sampling parameter in `params` is inside `SAMPLING_BOUNDS`, else why not.
+
+    Args:
+        params: a request's sampling parameters (keys without a bound are not looked at).
+
+    Returns:
+        None, or one line naming the parameter, its value and what to give.
+
+    Example:
+        >>> sampling_problem({"temperature": 0.7, "sampling_seed": 3}) is None
+        True
+        >>> sampling_problem({"temperature": 1e-300})
+        'temperature=1e-300 is out of range; give a number in [0.01, 100] (or 0)'
+    """
+    for key, value in params.items():
+        bound = SAMPLING_BOUNDS.get(key)
+        if bound is not None:
+            problem = bound.problem(key, value)
+            if problem is not None:
+                return problem
+    return None
 
 
 @dataclass(frozen=True)

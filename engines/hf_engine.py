@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.engine import EngineError, EngineRequestError, Generation, SamplingParams
+from engines.engine import EngineError, EngineRequestError, Generation, SamplingParams, sampling_problem
 from engines.gqa_attention import use_gqa_attention
 from engines.prefix_cache import PrefixCache, PrefixEntry
 
@@ -232,6 +232,9 @@ class HFEngine:
         """
         if self._closed:
             raise EngineError("HFEngine is closed")
+        problem = sampling_problem(sampling_params or {})
+        if problem is not None:
+            raise EngineRequestError(problem)
         params = SamplingParams.from_dict(sampling_params, self.default_max_new_tokens)
         prompt = [int(t) for t in prompt_ids]
         if not prompt:

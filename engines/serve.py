@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.cli_errors import ArgumentParser, UsageError, run_cli
+from engines.engine import sampling_problem
 from engines.sglang_engine import SGLANG_SAMPLING_KEYS
 from serving import (
     AdmissionGate,
@@ -59,6 +60,9 @@ def _validate_sampling(params: Any) -> dict[str, Any]:
             raise ValueError(f"{key} must be an integer")
     if params.get("max_new_tokens", 1) is not None and params.get("max_new_tokens", 1) < 0:
         raise ValueError("max_new_tokens must be >= 0")
+    problem = sampling_problem(params)  # finite and bounded: no value reaches the sampler as an HTTP 500
+    if problem is not None:
+        raise ValueError(problem)
     return params
 
 

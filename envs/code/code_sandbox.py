@@ -12,6 +12,7 @@ from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.code.submission_outcome import SubmissionOutcome
 from envs.core.assistant_turn import AssistantTurn
+from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
 
@@ -68,6 +69,14 @@ class CodeSandboxEnv(TextEnv):
         tools=None,
         render_mode: str | None = None,
     ):
+        check_env_numbers(
+            type(self).__name__,
+            max_runs=max_runs,
+            failed_run_penalty=failed_run_penalty,
+            per_test_timeout_s=per_test_timeout_s,
+            run_timeout_s=run_timeout_s,
+            memory_mb=memory_mb,
+        )
         super().__init__(tools=tools, render_mode=render_mode)
         if isinstance(problems, str | Path):
             problems = load_problems(problems)

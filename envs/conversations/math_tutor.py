@@ -6,6 +6,7 @@ from typing import Any
 
 from envs.conversations.interaction_env import InteractionEnv
 from envs.conversations.math_problems import DIFFICULTIES, generate
+from envs.core.number_bounds import check_env_numbers
 
 
 class MathTutorEnv(InteractionEnv):
@@ -47,6 +48,7 @@ class MathTutorEnv(InteractionEnv):
                 f"MathTutorEnv: unknown difficulty {difficulty!r}; choose from {list(DIFFICULTIES)}"
             )
         self.difficulty = difficulty
+        check_env_numbers(type(self).__name__, max_attempts=max_attempts, decay=decay)
         if interaction is None:
             from interactions.answer_feedback import AnswerFeedback
 

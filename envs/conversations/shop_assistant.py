@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat.calls.formats import write_calls
 from envs.conversations.interaction_env import InteractionEnv
+from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ class ShopAssistantEnv(InteractionEnv):
             raise ValueError(
                 f"ShopAssistantEnv: unknown difficulty {difficulty!r}; choose from {sorted(DIFFICULTIES)}"
             )
+        check_env_numbers(type(self).__name__, max_results=max_results, elicit_weight=elicit_weight)
         from interactions.scripted_user import ScriptedUser
 
         self.difficulty = difficulty

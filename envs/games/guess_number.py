@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from envs.core.errors import InvalidAction
+from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.games.text_game import TextGame, non_ascii_digits, one_move
 
@@ -86,8 +87,10 @@ class GuessNumberEnv(TextGame[int]):
         # format penalty: a format error uses no guess, so a dearer ruled-out guess teaches the policy
         # to babble instead (measured: at 0.5 against a 0.1 format penalty, format errors per episode
         # rose from 0.9 to 4.0 in 16 steps).
-        if not ruled_out_penalty >= 0:
-            raise ValueError(f"ruled_out_penalty must be >= 0, got {ruled_out_penalty!r}")
+        if ruled_out_penalty or progress_reward:  # 0, the default, needs no look-up: make runs per episode
+            check_env_numbers(
+                type(self).__name__, ruled_out_penalty=ruled_out_penalty, progress_reward=progress_reward
+            )
         self.ruled_out_penalty = float(ruled_out_penalty)
         # A per-turn reward for narrowing the search: each guess earns this times the share of the
         # range's information it took away, log(size before / size after) / log(range size). A win
@@ -95,8 +98,6 @@ class GuessNumberEnv(TextGame[int]):
         # changes no ranking among wins; it ranks the losses, which otherwise all score alike, by how
         # far each got. A group whose samples all lose still has a reward spread, and a turn-level
         # estimator credits the jump that halved the range over a step of one.
-        if not 0 <= progress_reward <= 1:
-            raise ValueError(f"progress_reward must be in [0, 1], got {progress_reward!r}")
         self.progress_reward = float(progress_reward)
         super().__init__(**kwargs)
         if self.action_tool:

@@ -7,7 +7,8 @@ opponents, engines, timeouts, memory, grading) belongs to whoever runs the proce
 `format_penalty` go through too, but only to make an episode stricter: fewer turns, dearer format errors,
 and within fixed bounds: `format_penalty` in [0, MAX_FORMAT_PENALTY] (10, ten times a full reward) and
 `max_turns` in [1, MAX_TURNS] (10000), whatever the env's own limit. An operator's own value over a
-bound stays reachable: a client may send it, never more.
+bound stays reachable: a client may send it, never more. A declared kwarg that is a number is held to the
+env table's bound for it (`envs.core.number_bounds.ENV_NUMBERS`, e.g. textarena's `seat`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any
+
+from envs.core.number_bounds import CLIENT_MAX_FORMAT_PENALTY, CLIENT_MAX_TURNS, env_number_problem
 
 #: What every env takes from a client: how replies are read follows the client's chat template.
 COMMON_CLIENT_KWARGS = ("tool_call_format",)
@@ -24,9 +27,9 @@ DEFAULT_CLIENT_KWARGS = ("difficulty",)
 TIGHTEN_ONLY = ("max_turns", "format_penalty")
 #: The dearest format error a client (or a dataset row) may ask for: beyond it one bad reply outweighs any
 #: return an env pays, and 1e308 made a return -inf and GRPO advantages NaN.
-MAX_FORMAT_PENALTY = 10.0
+MAX_FORMAT_PENALTY = CLIENT_MAX_FORMAT_PENALTY
 #: The most turns a client may ask for, also where the env sets no limit of its own.
-MAX_TURNS = 10_000
+MAX_TURNS = CLIENT_MAX_TURNS
 # JSON scalars only: game-level choices are names and numbers, never objects that could carry a config.
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -96,6 +99,9 @@ def check_client_kwargs(
                 key,
                 f"{spec.id}: {key}= must be a string, number, boolean or null, got {type(value).__name__}",
             )
+        problem = env_number_problem(key, value)
+        if problem is not None:
+            raise ClientKwargError(key, f"{spec.id}: {problem}")
         out[key] = value
     return out
 

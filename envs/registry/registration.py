@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from gymnasium.envs.registration import WrapperSpec
 
 from common.registration import Registry, check_entry_point, load_entry_point
 from envs.core.errors import UnknownEnvError
+from envs.core.number_bounds import env_number_problem
 from envs.core.protocol import conforms
 from envs.wrappers import EpisodeLimits
 
@@ -128,6 +130,7 @@ def register(
     """
     check_env_id(id)
     check_entry_point(entry_point)
+    _check_numbers(id, max_turns, format_penalty, {})
     for wrapper in additional_wrappers:
         if not isinstance(wrapper, WrapperSpec) or wrapper.kwargs is None:
             raise ValueError(
@@ -271,6 +274,9 @@ def _resolve(env_spec: EnvSpec, max_turns: Any, format_penalty: Any, kwargs: dic
     call_format = merged.pop("tool_call_format", _UNSET)
     penalty = env_spec.format_penalty if format_penalty is None else format_penalty
     turns = env_spec.max_turns if max_turns is None else max_turns
+    # Once per distinct call (the shortcut remembers only calls that built): a number from a row, a
+    # client or a command line is bounded before the env sees it.
+    _check_numbers(env_spec.id, turns, penalty, {**merged, **limits})
     made_from = env_spec
     if kwargs or turns != env_spec.max_turns or penalty != env_spec.format_penalty:
         # The spec this env was made from, so a fresh copy can be made the same way (rollout.collect).
@@ -288,6 +294,23 @@ def _resolve(env_spec: EnvSpec, max_turns: Any, format_penalty: Any, kwargs: dic
         made_from=made_from,
         gym_spec=gymnasium_spec(made_from),
     )
+
+
+def _check_numbers(id: str, max_turns: Any, format_penalty: Any, kwargs: dict[str, Any]) -> None:
+    # ValueError in one line: make's own numbers against the table (envs/core/number_bounds.py); the env's
+    # constructor bounds its own keywords, and here none may be a NaN or an infinity.
+    problem = (None if max_turns is None else env_number_problem("max_turns", max_turns)) or (
+        env_number_problem("format_penalty", format_penalty)
+    )
+    for name, value in kwargs.items():
+        if problem is not None:
+            break
+        if name in TURN_LIMIT_KWARGS:
+            problem = env_number_problem(name, value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            problem = f"{name}={value} is not a finite number"
+    if problem is not None:
+        raise ValueError(f"{id}: {problem}")
 
 
 def _build(made: _Resolved) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium as gym
 
 from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
+from envs.core.number_bounds import check_reward
 from envs.core.spaces import AssistantAction, ChatMessages
 from envs.remote.wire import RemoteEnvError, encode_action, to_json
 from envs.tool_layer.turn_limits import DEFAULT_MAX_ACTION_CHARS
@@ -189,10 +190,19 @@ class RemoteEnv(gym.Env):
             raise RemoteEnvError(0, "closed", f"this RemoteEnv ({self.env_id}) is closed")
         return f"/v1/sessions/{self.session_id}/{what}"
 
-    @staticmethod
-    def _unpack(result: dict[str, Any]):
-        messages = result["observation"]["messages"]
-        return messages, result["reward"], result["terminated"], result["truncated"], result["info"]
+    def _unpack(self, result: dict[str, Any]):
+        messages, reward = result["observation"]["messages"], result["reward"]
+        # A server is another party: its reward is data, bounded here before any sum or advantage sees it
+        # (3e38 overflowed a float32 return to inf; NaN spread over a GRPO group).
+        problem = check_reward(reward)
+        if problem is not None:
+            raise RemoteEnvError(
+                200,
+                "bad_reward",
+                f"env server {self.url} answered a step of {self.env_id} with {problem}; the episode is "
+                "not played on (fix the served env)",
+            )
+        return messages, reward, result["terminated"], result["truncated"], result["info"]
 
     def _request(self, method: str, path: str, body: dict | None = None) -> dict[str, Any]:
         import httpx

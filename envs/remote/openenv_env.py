@@ -19,6 +19,7 @@ from typing import Any
 
 from chat.message import Message, system, user
 from envs.core.errors import InvalidOptions
+from envs.core.number_bounds import check_env_numbers, check_reward
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
 from envs.remote.wire import RemoteEnvError
@@ -58,6 +59,9 @@ class OpenEnvEnv(TextEnv):
             raise ImportError(
                 "envs.make('openenv') needs the websockets library: pip install 'turngym[openenv]'"
             ) from None
+        check_env_numbers(
+            type(self).__name__, connect_timeout_s=connect_timeout_s, message_timeout_s=message_timeout_s
+        )
         super().__init__(tools=tools, render_mode=render_mode)
         self.base_url, self.ws_url = _urls(base_url)
         self.connect_timeout_s, self.message_timeout_s = connect_timeout_s, message_timeout_s
@@ -174,6 +178,9 @@ class OpenEnvEnv(TextEnv):
         reward, done = data.get("reward"), data.get("done", False)
         if reward is not None and (not isinstance(reward, int | float)):
             raise self._bad(f"{during} answered a reward that is not a number: {_short(reward)}")
+        problem = None if reward is None else check_reward(reward)
+        if problem is not None:  # NaN, inf, 3e38 or a bool: the server's data, bounded here
+            raise self._bad(f"{during} answered {problem}")
         if not isinstance(done, bool):
             raise self._bad(f"{during} answered `done` that is not true/false: {_short(done)}")
         # OpenEnv's reward is optional (None at reset, or for envs that score only at the end).

@@ -27,7 +27,8 @@ class RemoteEnvError(RuntimeError):
 
 def to_json(value: Any) -> bytes:
     """`value` as JSON bytes; values JSON has no type for (numpy scalars, sets, objects) become plain ones."""
-    # allow_nan: a NaN reward or info value must arrive as NaN, as the local env returns it.
+    # allow_nan: a NaN info value arrives as NaN, as the local env returns it (a NaN reward arrives too, and
+    # the client refuses it: envs.core.number_bounds.check_reward).
     return json.dumps(value, default=_plain, allow_nan=True, ensure_ascii=False).encode()
 
 

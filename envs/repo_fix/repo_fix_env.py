@@ -9,6 +9,7 @@ from chat.calls.formats import write_calls
 from chat.message import system, user
 from envs.code.submission_outcome import SubmissionOutcome
 from envs.core.assistant_turn import AssistantTurn
+from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
 from envs.repo_fix.catalogue import template_source
@@ -73,6 +74,14 @@ class RepoFixEnv(TextEnv):
         tools=None,
         render_mode: str | None = None,
     ):
+        check_env_numbers(
+            type(self).__name__,
+            run_timeout_s=run_timeout_s,
+            grade_timeout_s=grade_timeout_s,
+            per_call_timeout_s=per_call_timeout_s,
+            memory_mb=memory_mb,
+            max_output_chars=max_output_chars,
+        )
         super().__init__(tools=tools, render_mode=render_mode)
         if difficulty not in DIFFICULTIES:
             raise ValueError(

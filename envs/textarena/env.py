@@ -11,6 +11,7 @@ from typing import Any
 
 from chat.message import Message, system, user
 from envs.core.assistant_turn import AssistantTurn
+from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
 from envs.textarena.action_formats import action_format
@@ -102,6 +103,7 @@ class TextArenaEnv(TextEnv):
             or opponent_attempts < 1
         ):
             raise ValueError(f"opponent_attempts must be a whole number >= 1, got {opponent_attempts!r}")
+        check_env_numbers(type(self).__name__, seat=seat, opponent_attempts=opponent_attempts)
         self.opponent_attempts = opponent_attempts
         self.action_help = f"Reply with one move: {action_format(self.game.name)}"
         self._ta: Any = None

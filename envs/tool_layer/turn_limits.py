@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from envs.core.number_bounds import ENV_NUMBERS, env_number_problem
 from envs.core.reset_options import is_int
 
 DEFAULT_MAX_TOOL_CALLS_PER_TURN = 8
 DEFAULT_MAX_TOOL_TIME_S = 30.0
 DEFAULT_MAX_ACTION_CHARS = 32768
+
+# The upper bounds are the table's (envs/core/number_bounds.py).
+_MAX_ACTION_CHARS = ENV_NUMBERS["max_action_chars"].high
+_MAX_TOOL_CALLS = ENV_NUMBERS["max_tool_calls_per_turn"].high
+_MAX_TOOL_TIME_S = ENV_NUMBERS["max_tool_time_s"].high
 
 # _DEFAULTS_PASS: the default objects themselves (not equal values: 8.0 must still be refused) pass the
 # checks at once. Every env is built with them, once per episode in verl's agent loop, and the three
@@ -22,6 +28,8 @@ def checked_action_chars(value: Any) -> int:
         return value
     if not is_int(value) or value < 1:
         raise ValueError(f"max_action_chars must be a whole number >= 1, got {value!r}")
+    if value > _MAX_ACTION_CHARS:
+        raise ValueError(env_number_problem("max_action_chars", value))
     return int(value)
 
 
@@ -31,6 +39,8 @@ def checked_tool_calls(value: Any) -> int | None:
         return value
     if value is not None and (not is_int(value) or value < 1):
         raise ValueError(f"max_tool_calls_per_turn must be a whole number >= 1 or None, got {value!r}")
+    if value is not None and value > _MAX_TOOL_CALLS:
+        raise ValueError(env_number_problem("max_tool_calls_per_turn", value))
     return value
 
 
@@ -40,4 +50,6 @@ def checked_tool_time(value: Any) -> float | None:
         return value
     if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
         raise ValueError(f"max_tool_time_s must be a number of seconds > 0 or None, got {value!r}")
+    if value > _MAX_TOOL_TIME_S:  # inf included: a turn's tools would never be stopped
+        raise ValueError(env_number_problem("max_tool_time_s", value))
     return float(value)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from chat.calls.formats import write_calls
 from chat.message import system, user
 from envs.core.assistant_turn import AssistantTurn
+from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
 
@@ -59,6 +60,9 @@ class ToolQAEnv(TextEnv):
     ):
         super().__init__(tools=tools, render_mode=render_mode)
         self.difficulty = self._check_difficulty(difficulty or self.difficulties[0])
+        check_env_numbers(
+            type(self).__name__, useful_call_reward=useful_call_reward, max_rewarded_calls=max_rewarded_calls
+        )
         if useful_call_reward < 0 or max_rewarded_calls < 0:
             raise ValueError("useful_call_reward and max_rewarded_calls must be >= 0")
         if useful_call_reward * max_rewarded_calls > self.MAX_SHAPING:

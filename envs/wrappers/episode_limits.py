@@ -6,7 +6,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from envs.core.number_bounds import ENV_NUMBERS, env_number_problem
 from envs.wrappers.text_wrapper import TextWrapper
+
+_MAX_PENALTY = ENV_NUMBERS["format_penalty"].high
+_MAX_TURNS = ENV_NUMBERS["max_turns"].high
 
 
 class EpisodeLimits(TextWrapper):
@@ -52,6 +56,13 @@ class EpisodeLimits(TextWrapper):
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         if max_consecutive is not None and max_consecutive < 1:
             raise ValueError(f"max_consecutive must be >= 1, got {max_consecutive}")
+        # The table's bounds (envs/core/number_bounds.py): finite, no bool, no absurd charge or limit.
+        if penalty is not None and (isinstance(penalty, bool) or not penalty <= _MAX_PENALTY):
+            raise ValueError(f"{type(self).__name__}: {env_number_problem('format_penalty', penalty)}")
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns > _MAX_TURNS
+        ):
+            raise ValueError(f"{type(self).__name__}: {env_number_problem('max_turns', max_turns)}")
         if penalty is None and (message is not None or max_consecutive is not None):
             raise ValueError(
                 "message and max_consecutive act on unreadable replies: give a penalty (0 for none)"

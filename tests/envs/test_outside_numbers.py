@@ -28,9 +28,11 @@ def _return_with(penalty: float) -> float:
     return total
 
 
-def test_the_attack_value_makes_the_return_minus_inf_once_it_gets_through():
-    # The control: why the bound exists (envs.make is the operator's own call and is not bounded here).
-    assert _return_with(1e308) == -math.inf
+def test_the_attack_value_is_refused_by_make_too():
+    # 1e308 made the return -inf; envs.make bounds it as well now (envs/core/number_bounds.py, the
+    # operator's bound of 100 over the client's 10), so it never reaches a return.
+    with pytest.raises(ValueError, match="format_penalty"):
+        _return_with(1e308)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,194 @@
+"""Issue 45, round 5 of the trust boundaries: a file or folder you did not write is data, and every number
+is bounded wherever it enters. Each test replays an attack that worked on the code before it.
+
+- numbers: `envs.make("maze-v0", format_penalty=1e300)` paid -1e300 per unreadable reply; guess-number
+  took `ruled_out_penalty=inf`, `1e308` and `True`; a served env's reward of 3e38 or NaN went into the
+  rollout as it came; `engines.serve` answered HTTP 500 to `temperature=1e-300` and `sampling_seed=2**200`;
+  the trainer's command line took `success_threshold=nan`, a temperature and a learning rate of 1e308
+  and curriculum weights of NaN.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import httpx
+import pytest
+
+import envs
+from envs.core.number_bounds import ENV_NUMBERS, check_env_numbers
+from envs.registry.client_kwargs import ClientKwargError, check_client_kwargs
+from envs.remote.wire import RemoteEnvError
+from serving.loopback_server import spawn_server, stop_server
+
+# --- numbers an env is built with --------------------------------------------------------------------
+
+
+def _one_line_value_error(call, *names: str) -> str:
+    with pytest.raises(ValueError) as refused:
+        call()
+    message = str(refused.value)
+    assert "\n" not in message and all(name in message for name in names), message
+    return message
+
+
+@pytest.mark.parametrize("penalty", [1e300, 1e308, float("inf"), float("nan"), -1.0, True])
+def test_make_refuses_a_format_penalty_out_of_the_table(penalty):
+    _one_line_value_error(lambda: envs.make("maze-v0", format_penalty=penalty), "maze-v0", "format_penalty")
+
+
+@pytest.mark.parametrize("turns", [10**9, True, 2.5, 0])
+def test_make_refuses_a_turn_limit_out_of_the_table(turns):
+    _one_line_value_error(lambda: envs.make("maze-v0", max_turns=turns), "max_turns")
+
+
+@pytest.mark.parametrize("penalty", [float("inf"), 1e308, True, -0.5, float("nan")])
+def test_guess_number_refuses_a_ruled_out_penalty_out_of_the_table(penalty):
+    _one_line_value_error(
+        lambda: envs.make("guess-number-v0", ruled_out_penalty=penalty), "ruled_out_penalty"
+    )
+    # Built directly, without the registry, the same bound holds.
+    from envs.games.guess_number import GuessNumberEnv
+
+    _one_line_value_error(lambda: GuessNumberEnv(ruled_out_penalty=penalty), "ruled_out_penalty")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("code-sandbox-v0", {"failed_run_penalty": 1e300}),
+        ("code-sandbox-v0", {"run_timeout_s": float("inf")}),
+        ("calculator-qa-v0", {"useful_call_reward": float("nan")}),
+        ("math-tutor-v0", {"decay": 1e308}),
+        ("shop-assistant-v0", {"elicit_weight": float("inf")}),
+        ("textarena/TicTacToe-v0", {"opponent_attempts": 10**9}),
+        ("repo-fix-v0", {"memory_mb": 10**12}),
+        ("maze-v0", {"max_tool_time_s": float("inf")}),
+    ],
+)
+def test_every_builtin_env_bounds_its_numbers_by_the_one_table(env_id, kwargs):
+    (name,) = kwargs
+    assert name in ENV_NUMBERS
+    _one_line_value_error(lambda: envs.make(env_id, **kwargs), name)
+
+
+def test_values_inside_the_table_still_build_and_play():
+    env = envs.make("maze-v0", format_penalty=100.0, max_turns=3)
+    env.reset(seed=0)
+    assert env.step("banana")[1] == -100.0
+    env = envs.make("guess-number-v0", ruled_out_penalty=0.1, progress_reward=0.5)
+    assert env.unwrapped.ruled_out_penalty == 0.1
+    check_env_numbers("own-env-v0", some_own_keyword=1e300)  # no bound of its own: only finiteness
+
+
+def test_a_client_kwarg_that_is_a_number_is_held_to_the_table():
+    spec = envs.spec("textarena/TicTacToe-v0")
+    for seat in (10**9, float("inf"), True):
+        with pytest.raises(ClientKwargError) as refused:
+            check_client_kwargs(spec, {"seat": seat})
+        assert refused.value.key == "seat" and "\n" not in str(refused.value)
+    assert check_client_kwargs(spec, {"seat": 1}) == {"seat": 1}
+
+
+# --- a served env's reward ---------------------------------------------------------------------------
+
+PAYING_ENVS = textwrap.dedent(
+    """
+    import envs
+    from chat.message import user
+    from envs.core.step_result import StepResult
+    from envs.core.text_env import TextEnv
+
+
+    class Paying(TextEnv):
+        pays = 1.0
+
+        def _reset(self, options):
+            return [user("Say anything.")], {}
+
+        def _respond(self, turn):
+            return StepResult([user("Paid.")], self.pays, terminated=True)
+
+
+    class Huge(Paying):
+        pays = 3e38
+
+
+    class NotANumber(Paying):
+        pays = float("nan")
+
+
+    class Infinite(Paying):
+        pays = float("-inf")
+
+
+    envs.register("pays-one-v0", Paying)
+    envs.register("pays-huge-v0", Huge)
+    envs.register("pays-nan-v0", NotANumber)
+    envs.register("pays-inf-v0", Infinite)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def paying_server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("paying")
+    (folder / "paying_envs.py").write_text(PAYING_ENVS)
+    url, proc = spawn_server(
+        ["-m", "envs", "serve", "--import", "paying_envs"], env={"PYTHONPATH": str(folder)}
+    )
+    yield url
+    stop_server(proc)
+
+
+@pytest.mark.parametrize("env_id", ["pays-huge-v0", "pays-nan-v0", "pays-inf-v0"])
+def test_a_served_reward_that_is_not_finite_or_is_huge_is_refused_at_the_client(paying_server, env_id):
+    env = envs.make(env_id, remote=paying_server)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(RemoteEnvError) as refused:
+            env.step("hello")
+    finally:
+        env.close()
+    assert refused.value.code == "bad_reward" and "\n" not in str(refused.value)
+    assert env_id in str(refused.value) and "reward=" in str(refused.value)
+
+
+def test_a_served_reward_inside_the_bound_passes(paying_server):
+    env = envs.make("pays-one-v0", remote=paying_server)
+    try:
+        env.reset(seed=0)
+        assert env.step("hello")[1:3] == (1.0, True)
+    finally:
+        env.close()
+
+
+# --- the model server's sampling parameters ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        {"temperature": 1e-300},
+        {"sampling_seed": 2**200},
+        {"temperature": 1e308},
+        {"top_p": 0},
+        {"top_k": 2**80},
+        {"temperature": True},
+    ],
+)
+def test_the_model_server_answers_out_of_bound_sampling_with_a_one_line_400(served_url, sampling):
+    body = {"input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 2, **sampling}}
+    response = httpx.post(served_url + "/generate", json=body, timeout=120)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    (key,) = sampling
+    assert error["code"] == "bad_request" and key in error["message"] and "\n" not in error["message"]
+
+
+def test_the_model_server_still_samples_inside_the_bounds(served_url):
+    for sampling in ({"temperature": 0}, {"temperature": 0.01, "sampling_seed": 2**63 - 1}):
+        body = {"input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 2, **sampling}}
+        response = httpx.post(served_url + "/generate", json=body, timeout=120)
+        assert response.status_code == 200, response.text
+        assert len(response.json()["output_ids"]) <= 2
