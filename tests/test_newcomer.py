@@ -640,6 +640,75 @@ def test_a_tool_class_refuses_unknown_arguments_as_a_tool_function_does(world, m
     assert scale.call_sync({"x": 1.5}).content == "3.0"
 
 
+ONE_DOOR_ENVS = """\
+import envs
+from chat.message import user
+from envs.games.guess_number import GuessNumberEnv
+
+
+class Hinted(GuessNumberEnv):
+    \"\"\"Overrides the sync doors only, as a Gymnasium user would.\"\"\"
+
+    def reset(self, *, seed=None, options=None):
+        messages, info = super().reset(seed=seed, options=options)
+        return [*messages, user("Hint: start in the middle.")], {**info, "hinted": True}
+
+    def step(self, action):
+        messages, reward, terminated, truncated, info = super().step(action)
+        return messages, reward + 10.0, terminated, truncated, {**info, "bonus": 10.0}
+
+
+class AsyncHinted(GuessNumberEnv):
+    \"\"\"Overrides the async doors only.\"\"\"
+
+    async def areset(self, *, seed=None, options=None):
+        messages, info = await super().areset(seed=seed, options=options)
+        return [*messages, user("Hint: start in the middle.")], {**info, "hinted": True}
+
+    async def astep(self, action):
+        messages, reward, terminated, truncated, info = await super().astep(action)
+        return messages, reward + 10.0, terminated, truncated, {**info, "bonus": 10.0}
+
+
+envs.register("hinted-guess-v0", Hinted)
+envs.register("async-hinted-guess-v0", AsyncHinted)
+"""
+
+
+@pytest.mark.parametrize("env_id", ["hinted-guess-v0", "async-hinted-guess-v0"])
+def test_an_env_that_overrides_one_door_is_played_through_it_by_both(world, monkeypatch, tokenizer, env_id):
+    """A TextEnv subclass overriding the sync `reset`/`step` was played as written by `envs play` and
+    silently without its change by training, which calls `areset`/`astep` (and the other way round)."""
+    import asyncio
+
+    import envs
+    from rollout.collection import collect
+    from rollout.episode import EpisodeConfig
+    from rollout.scripted_engine import ScriptedEngine
+
+    (world["cwd"] / "one_door_envs.py").write_text(ONE_DOOR_ENVS)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    import one_door_envs  # noqa: F401 - registers the two envs
+
+    def by_sync():
+        env = envs.make(env_id)
+        return env.reset(seed=3), env.step("50")
+
+    async def by_async():
+        env = envs.make(env_id)
+        return await env.areset(seed=3), await env.astep("50")
+
+    (opening, step) = by_sync()
+    assert opening[0][-1]["content"] == "Hint: start in the middle." and opening[1]["hinted"]
+    assert step[1] >= 9.0 and step[4]["bonus"] == 10.0
+    assert asyncio.run(by_async()) == (opening, step)
+    # The rollout, as training runs it: the opening holds the hint, the reward the bonus.
+    engine = ScriptedEngine(tokenizer, lambda turn, rng: "50")
+    batch = collect(env_id, engine, tokenizer, 2, config=EpisodeConfig(max_turns=1))
+    assert len(batch) == 2 and all(t.total_reward >= 9.0 for t in batch), [t.total_reward for t in batch]
+    assert all("Hint: start in the middle." in tokenizer.decode(t.prompt_ids) for t in batch)
+
+
 def test_print_the_table(capsys):
     """Last in the file: the table of every mistake tried (shown with -s)."""
     with capsys.disabled():

@@ -14,6 +14,7 @@ from envs.core.assistant_turn import AssistantTurn, read_action
 from envs.core.episode_end import refusal_after_end
 from envs.core.errors import InvalidAction, ResetNeeded
 from envs.core.lazy_seeding import LazySeeding
+from envs.core.paired_doors import pair_doors
 from envs.core.reset_options import check_options
 from envs.core.reset_options import describe_options as describe_options  # public here before the split
 from envs.core.spaces import AssistantAction, ChatMessages
@@ -47,7 +48,9 @@ class TextEnv(LazySeeding):
     pays nothing until `reset`; `step` before the first `reset` raises `ResetNeeded`.
 
     Subclasses implement `_reset` and `_respond`, each a plain method or an `async def` when it does I/O
-    (one hook each: `step`/`reset` run the async ones to completion, `astep`/`areset` await them). They
+    (one hook each: `step`/`reset` run the async ones to completion, `astep`/`areset` await them). A
+    subclass that overrides a door itself (`step` only, say) is played through that override by the other
+    door too (`envs.core.paired_doors`). They
     may add tools through `own_tools`, see each tool result in `after_tool_call`, and declare the
     `reset(options=...)` keys they read in `reset_options`.
 
@@ -117,6 +120,12 @@ class TextEnv(LazySeeding):
         self.episode_over = False
         self._ended_as = (False, False)  # (terminated, truncated) of the step that ended the episode
         self._has_reset = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A subclass that overrides one door only (`step`, not `astep`) is played through its override by
+        # both: training and served envs call the async doors, scripts the sync ones (envs/core/paired_doors.py).
+        super().__init_subclass__(**kwargs)
+        pair_doors(cls, TextEnv)
 
     # The tool layer of an env made with the defaults is built on first use: most episodes never call a
     # tool, and building it per `make` measured `envs.make` 2.5 -> 3.1 us (bench/env_throughput.py).
