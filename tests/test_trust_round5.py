@@ -192,3 +192,46 @@ def test_the_model_server_still_samples_inside_the_bounds(served_url):
         response = httpx.post(served_url + "/generate", json=body, timeout=120)
         assert response.status_code == 200, response.text
         assert len(response.json()["output_ids"]) <= 2
+
+
+# --- the trainer's command line ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("env.kwargs.ruled_out_penalty=inf", "ruled_out_penalty"),
+        ("env.kwargs.ruled_out_penalty=1e308", "ruled_out_penalty"),
+        ("turngym.success_threshold=nan", "turngym.success_threshold"),
+        ("turngym.dump_every=1e9", "turngym.dump_every"),
+        ("actor_rollout_ref.rollout.temperature=1e308", "actor_rollout_ref.rollout.temperature"),
+        ("actor_rollout_ref.rollout.temperature=1e-300", "actor_rollout_ref.rollout.temperature"),
+        ("actor_rollout_ref.actor.optim.lr=1e308", "actor_rollout_ref.actor.optim.lr"),
+        ("turngym.curriculum.level_weights.easy=[nan,0,0]", "turngym.curriculum.level_weights.easy"),
+        ("turngym.curriculum.level_weights.hard=[0,1e300,0]", "turngym.curriculum.level_weights.hard"),
+    ],
+)
+def test_compose_refuses_numbers_out_of_bounds_in_one_line(override, key):
+    from trainer.compose import ConfigError, compose_config
+
+    with pytest.raises(ConfigError) as refused:
+        compose_config(["env=guess-number", override, "trainer.device=cpu"])
+    message = str(refused.value)
+    assert key in message and "\n" not in message, message
+
+
+def test_compose_still_takes_numbers_inside_the_bounds():
+    from trainer.compose import compose_config
+
+    cfg = compose_config(
+        [
+            "env=guess-number",
+            "env.kwargs.ruled_out_penalty=0.1",
+            "turngym.success_threshold=0.5",
+            "actor_rollout_ref.rollout.temperature=0.01",
+            "actor_rollout_ref.actor.optim.lr=1e-5",
+            "turngym.curriculum.level_weights.easy=[0.5,0.5,0]",
+            "trainer.device=cpu",
+        ]
+    )
+    assert cfg.turngym.success_threshold == 0.5 and cfg.actor_rollout_ref.rollout.temperature == 0.01
