@@ -14,7 +14,8 @@ tree.
 Probes (each against `preset`, trainer/config/model/smollm2-135m-instruct.yaml):
 - preset: full fine-tuning in fp32, 8 seeds x 4 samples, at most 8 tokens per turn;
 - lora: LoRA rank 8, alpha 16, all linear layers, merged into the weights the rollout receives;
-- bf16: the actor computes in bfloat16 (FSDP mixed precision; this CPU has AMX bf16 units);
+- bf16: the actor computes in bfloat16 (FSDP mixed precision; fast only on a CPU with bf16 units, e.g.
+  AVX-512 bf16 or AMX: see engines/compute_dtype.py);
 - group2: groups of 2 samples over 16 seeds (the same 32 episodes per step);
 - tokens24: at most 24 tokens per turn instead of 8.
 """
@@ -47,6 +48,8 @@ PROBES: dict[str, list[str]] = {
     "bf16": [
         "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=bf16",
     ],
+    # the path every CPU has (the preset's `auto` picks bf16 only where it runs >= 2x fp32)
+    "fp32": ["turngym.compute_dtype=fp32"],
     "group2": ["actor_rollout_ref.rollout.n=2", "data.train_batch_size=16"],
     "tokens24": ["turngym.max_tokens_per_turn=24"],
 }
