@@ -12,12 +12,14 @@ tree.
     python bench/real_model_settings.py --list               # what each probe changes
 
 Probes (each against `preset`, trainer/config/model/smollm2-135m-instruct.yaml):
-- preset: full fine-tuning in fp32, 8 seeds x 4 samples, at most 8 tokens per turn;
+- preset: the preset as it is (LoRA rank 16, 4 seeds x 8 samples, at most 4 tokens per turn, the compute
+  dtype this CPU runs fastest: turngym.compute_dtype=auto);
 - lora: LoRA rank 8, alpha 16, all linear layers, merged into the weights the rollout receives;
 - bf16: the actor computes in bfloat16 (FSDP mixed precision; fast only on a CPU with bf16 units, e.g.
   AVX-512 bf16 or AMX: see engines/compute_dtype.py);
 - group2: groups of 2 samples over 16 seeds (the same 32 episodes per step);
-- tokens24: at most 24 tokens per turn instead of 8.
+- fp32: the actor in fp32 whatever the CPU (turngym.compute_dtype=fp32);
+- tokens24: at most 24 tokens per turn instead of 4.
 """
 
 from __future__ import annotations
