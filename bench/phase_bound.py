@@ -87,7 +87,35 @@ def phase_bounds(run: Path) -> list[str]:
             f"{key}: {seconds:.1f} s per step (median of {len(train)}), bound {bound:.1f} s ({what} at "
             f"{rate:.0f} GFLOP/s): {seconds / bound:.1f}x the bound"
         )
+    vocab = int(
+        json.loads((Path(config.actor_rollout_ref.model.path) / "config.json").read_text())["vocab_size"]
+    )
+    update = statistics.median(r.get("timing_s/update_actor", 0.0) for r in train)
+    cost = entropy_seconds(int(tokens), vocab)
+    lines.append(
+        f"entropy for the guard (actor.calculate_entropy): ~{cost:.2f} s per step over {tokens:.0f} tokens x "
+        f"{vocab} vocabulary, {cost / update:.1%} of the update"
+    )
     return lines
+
+
+def entropy_seconds(tokens: int, vocab: int, sample: int = 1024) -> float:
+    """Seconds verl's own entropy (``entropy_from_logits``) takes over `tokens` positions of `vocab`.
+
+    This is what ``actor.calculate_entropy=true`` (turngym's default, for the entropy guard) adds to
+    an update: timed on `sample` positions of random logits and scaled to `tokens`.
+    """
+    import time
+
+    import torch
+    from verl.utils.torch_functional import entropy_from_logits
+
+    logits = torch.randn(sample, vocab)
+    entropy_from_logits(logits)  # untimed: allocation
+    started = time.perf_counter()
+    for _ in range(3):
+        entropy_from_logits(logits)
+    return (time.perf_counter() - started) / 3 * tokens / sample
 
 
 def main(argv: list[str] | None = None) -> int:

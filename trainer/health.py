@@ -51,10 +51,12 @@ HEALTH_METRICS = (
 
 # Terminations that cut an episode before the env ended it (rollout/trajectory.py).
 CUT_TERMINATIONS = ("budget", "context_overflow", "max_turns")
-# verl's step metrics, first found wins: the policy's token entropy (verl's v1 trainer names its mean
-# `actor/entropy_loss`, computed when actor.calculate_entropy is on, turngym's default); KL to the
-# reference, as a loss term (actor.use_kl_loss) or a reward penalty (algorithm.use_kl_in_reward).
-ENTROPY_KEYS = ("actor/entropy", "actor/entropy_loss")
+# The policy's token entropy, first found wins: verl's (its v1 trainer names the mean `actor/entropy_loss`,
+# computed over the whole vocabulary when actor.calculate_entropy is on), else turngym's estimate from
+# the sampled tokens (SAMPLED_ENTROPY_KEY, always there at no cost). KL to the reference, as a loss term
+# (actor.use_kl_loss) or a reward penalty (algorithm.use_kl_in_reward).
+SAMPLED_ENTROPY_KEY = "turngym/sampled_entropy"
+ENTROPY_KEYS = ("actor/entropy", "actor/entropy_loss", SAMPLED_ENTROPY_KEY)
 KL_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
 EQUAL_TOLERANCE = 1e-9
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from trainer.batch_field import batch_field
-from trainer.health import step_health
+from trainer.health import SAMPLED_ENTROPY_KEY, step_health
 from trainer.health_guard import HealthGuard
 from trainer.health_halt import HealthHalt, clear_halt, write_halt
 from trainer.sample_objects import sample_objects
@@ -127,6 +127,11 @@ class HealthTrainerMixin:
             rows = np.array([not bool(torch.isfinite(t).all()) for t in advantages.unbind(0)])
             nonfinite = int(rows[keep].sum())
         index = np.flatnonzero(keep)
+        sampled = sampled_entropy(
+            batch_field(tq, batch, "rollout_log_probs"), batch_field(tq, batch, "response_mask"), keep
+        )
+        if sampled is not None:
+            metrics[SAMPLED_ENTROPY_KEY] = sampled
         out = step_health(
             [fields[i] for i in index],
             [scores[i] for i in index],
@@ -178,6 +183,25 @@ class HealthTrainerMixin:
         if saved is not None and saved != self.sampling_temperature:
             self._set_sampling_temperature(saved)
             print(f"[turngym] resumed at step {self.global_steps}: training samples at temperature {saved:g}")
+
+
+def sampled_entropy(logprobs: Any, mask: Any, keep: np.ndarray) -> float | None:
+    """The policy's entropy per generated token, estimated from the tokens it sampled: mean of -log p.
+
+    E[-log p(x)] over x drawn from p is p's entropy, so the rollout's own log-probs (at the sampling
+    temperature) give it at no cost, where verl's exact entropy costs a pass over the whole vocabulary
+    (``actor.calculate_entropy``). None when the batch has no log-probs or no generated token.
+    """
+    if logprobs is None or mask is None:
+        return None
+    total, count = 0.0, 0.0
+    # unbind: the rows may be jagged (nested tensors) in verl's v1 batches
+    for kept, row, row_mask in zip(keep, logprobs.unbind(0), mask.unbind(0), strict=False):
+        if kept:
+            m = row_mask.float()
+            total += float(-(row.float() * m).sum())
+            count += float(m.sum())
+    return total / count if count else None
 
 
 def adapted_temperature(folder: str | Path) -> float | None:

@@ -134,3 +134,25 @@ def test_the_adapted_temperature_file_is_data(tmp_path):
         (tmp_path / ADAPT_FILE).write_text(hostile)
         assert adapted_temperature(tmp_path) is None
     assert adapted_temperature(tmp_path / "missing") is None
+
+
+def test_the_sampled_entropy_is_minus_the_mean_log_prob_of_generated_tokens():
+    import numpy as np
+    import torch
+
+    from trainer.health import step_health
+    from trainer.health_hook import sampled_entropy
+
+    logprobs = torch.tensor([[-1.0, -3.0, 0.0], [-0.5, 0.0, 0.0], [-9.0, -9.0, -9.0]])
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1]])
+    keep = np.array([True, True, False])  # the third row is padding
+    assert sampled_entropy(logprobs, mask, keep) == pytest.approx((1.0 + 3.0 + 0.5) / 3)
+    assert sampled_entropy(None, mask, keep) is None
+    assert sampled_entropy(logprobs, torch.zeros_like(mask), keep) is None
+    # it feeds the entropy guard when verl computed no entropy of its own; verl's wins when it did
+    fields = [EpisodeResult(termination="terminated", assistant_turns=2).to_extra_fields()] * 2
+    assert (
+        step_health(fields, [0.0, 1.0], None, 0, {"turngym/sampled_entropy": 0.01})["health/entropy"] == 0.01
+    )
+    both = {"turngym/sampled_entropy": 0.01, "actor/entropy_loss": 0.7}
+    assert step_health(fields, [0.0, 1.0], None, 0, both)["health/entropy"] == 0.7
