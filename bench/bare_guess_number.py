@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from chat.message import Message
 from envs.core.text_env import TextEnv
+from turngym.chat.message import Message
 
 #: The id `register_bare_env` gives `BareGuessNumberEnv`.
 BARE_ENV_ID = "bench-bare-guess-number-v0"

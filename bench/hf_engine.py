@@ -102,13 +102,13 @@ class Request:
 def resolve(model: str) -> Path:
     """A HF model directory for `--model`: a folder, `embedded`, or a named model via the resolver."""
     if model == "embedded":
-        from engines.embedded_model import build_embedded_model
+        from turngym.engines.embedded_model import build_embedded_model
 
         return Path(build_embedded_model())
     path = Path(model).expanduser()
     if path.is_dir():
         return path
-    from engines.checkpoint_export import CheckpointError, resolve_model
+    from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
     try:
         return Path(resolve_model(model))
@@ -276,7 +276,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -1,7 +1,7 @@
 """What a named real model costs: the one-time GGUF conversion, the cache, and loading from it.
 
 `python bench/named_model.py [model]` (default smollm2-135m-instruct) converts the model into a fresh
-temporary cache (engines/named_models.py), then times, in the same run:
+temporary cache (turngym/engines/named_models.py), then times, in the same run:
 - a cache hit (hashing the GGUF, nothing converted);
 - loading the cached directory as the engines do (float32 model + tokenizer), against the baseline of
   loading the GGUF itself with transformers (what every process would pay without the cache);
@@ -34,7 +34,7 @@ def main(model: str = "smollm2-135m-instruct") -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engines.named_models import gguf_source, resolve_named_model
+    from turngym.engines.named_models import gguf_source, resolve_named_model
 
     _, gguf = gguf_source(model)
     with tempfile.TemporaryDirectory(prefix="turngym-bench-") as tmp:

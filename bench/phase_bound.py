@@ -48,7 +48,7 @@ def phase_bounds(run: Path) -> list[str]:
     """Lines: per phase the median measured seconds, the bound at this CPU's rates, and their ratio."""
     from omegaconf import OmegaConf
 
-    from engines.compute_dtype import cpu_name, measure_matmul_rates
+    from turngym.engines.compute_dtype import cpu_name, measure_matmul_rates
 
     config = OmegaConf.load(run / "config.yaml")
     dtype = str(config.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype)

@@ -75,11 +75,11 @@ def load(model: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if model == "embedded":
-        from engines.embedded_model import build_embedded_model
+        from turngym.engines.embedded_model import build_embedded_model
 
         path = build_embedded_model()
     else:
-        from engines.checkpoint_export import resolve_model
+        from turngym.engines.checkpoint_export import resolve_model
 
         path = resolve_model(model)
     return AutoModelForCausalLM.from_pretrained(
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     """Run both engines, print the table; returns the figures per engine."""
     import torch
 
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     args = parse_args(argv)
     kwargs = env_kwargs(args.env_kwargs)

@@ -227,8 +227,8 @@ async def evaluate(
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Run the evaluation, print the table and wall time; returns the rows."""
-    from engines.checkpoint_export import CheckpointError, resolve_model
     from rollout.eval import UsageError, build_engine, eval_plan, save_trajectories
+    from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
     args = parse_args(argv)
     env_ids = env_list(args.envs)

@@ -16,7 +16,7 @@ Probes (each against `preset`, trainer/config/model/smollm2-135m-instruct.yaml):
   dtype this CPU runs fastest: turngym.compute_dtype=auto);
 - lora: LoRA rank 8, alpha 16, all linear layers, merged into the weights the rollout receives;
 - bf16: the actor computes in bfloat16 (FSDP mixed precision; fast only on a CPU with bf16 units, e.g.
-  AVX-512 bf16 or AMX: see engines/compute_dtype.py);
+  AVX-512 bf16 or AMX: see turngym/engines/compute_dtype.py);
 - group2: groups of 2 samples over 16 seeds (the same 32 episodes per step);
 - fp32: the actor in fp32 whatever the CPU (turngym.compute_dtype=fp32);
 - tokens24: at most 24 tokens per turn instead of 4.

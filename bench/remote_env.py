@@ -28,7 +28,7 @@ import statistics
 import time
 
 import envs
-from serving.loopback_server import spawn_server, stop_server
+from turngym.serving.loopback_server import spawn_server, stop_server
 
 
 def scripted_episodes(env_id: str, episodes: int) -> list[tuple[int, list[str]]]:
@@ -142,10 +142,10 @@ def fresh_connection_ms(url: str, n: int = 300) -> float:
 
 def collect_env_wait(env_id: str, make_env, episodes: int) -> tuple[float, float, int]:
     """(collect wall s, share of episode time waiting on the env, failed episodes) with the embedded model."""
-    from engines.hf_engine import HFEngine
     from rollout.collection import acollect
     from rollout.episode import EpisodeConfig
     from rollout.episode_budgets import EMBEDDED_MODEL_BUDGETS as budgets
+    from turngym.engines.hf_engine import HFEngine
 
     engine = _ENGINE.get("engine") or _ENGINE.setdefault("engine", HFEngine(max_batch_size=episodes, seed=0))
     cfg = EpisodeConfig(

@@ -84,9 +84,9 @@ class LongChatEnv:
 
 
 def bench_overhead(n_episodes: int, max_new_tokens: int) -> None:
-    from engines.hf_engine import HFEngine
     from rollout.collection import acollect
     from rollout.episode import EpisodeConfig
+    from turngym.engines.hf_engine import HFEngine
 
     engine = HFEngine(max_batch_size=n_episodes, seed=0)
     cfg = EpisodeConfig(max_new_tokens=max_new_tokens, max_response_tokens=512, max_turns=6)
@@ -130,10 +130,10 @@ def bench_overhead(n_episodes: int, max_new_tokens: int) -> None:
 def bench_assembly(n_episodes: int, turns: int) -> None:
     from transformers import AutoTokenizer
 
-    from chat.format import ChatFormat
-    from engines.embedded_model import build_embedded_model
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.scripted_engine import ScriptedEngine
+    from turngym.chat.format import ChatFormat
+    from turngym.engines.embedded_model import build_embedded_model
 
     tok = AutoTokenizer.from_pretrained(build_embedded_model())
     env0 = LongChatEnv(turns)

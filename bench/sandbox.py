@@ -23,11 +23,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from serving.loopback_server import stop_server  # noqa: E402
 from tools.sandbox import FusionSandbox, LocalSandbox  # noqa: E402
 from tools.sandbox.deferred import flush  # noqa: E402
 from tools.sandbox.isolation import bwrap_argv, bwrap_path  # noqa: E402
 from tools.sandbox.serve import spawn_server  # noqa: E402
+from turngym.serving.loopback_server import stop_server  # noqa: E402
 
 CODE = "print(1+1)"
 

@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import httpx  # noqa: E402
 
-from serving.loopback_server import stop_server  # noqa: E402
 from tools.sandbox import FusionSandbox  # noqa: E402
 from tools.sandbox.serve import spawn_server  # noqa: E402
+from turngym.serving.loopback_server import stop_server  # noqa: E402
 
 UID_BASE, UID_COUNT = 380000, 128  # private uid range: only this server's sandboxes are counted
 WORK = "print(sum(range(300_000)))"

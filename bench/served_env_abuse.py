@@ -34,7 +34,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from serving.loopback_server import spawn_server, stop_server  # noqa: E402
+from turngym.serving.loopback_server import spawn_server, stop_server  # noqa: E402
 
 # The TTL outlasts opening the sessions (about 0.2 s each on 2 busy cores), so all are open at once.
 IDLE_S, BODY_S, MAX_BODY_MB = 60.0, 2.0, 16

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The checkout this script is in, not whichever one is installed (a worktree measures its own code).
 sys.path.insert(0, str(ROOT))
 
-PACKAGES = ("envs", "tools", "interactions", "rollout", "trainer", "engines", "chat", "common", "serving")
+PACKAGES = ("turngym", "envs", "tools", "interactions", "rollout", "trainer")
 
 
 def _turn_action(turn: int) -> dict | str:
@@ -56,9 +56,9 @@ def measure(env_id: str) -> dict[int, set[str]]:
     from transformers import AutoTokenizer
 
     import envs
-    from engines.embedded_model import build_embedded_model
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.scripted_engine import ScriptedEngine
+    from turngym.engines.embedded_model import build_embedded_model
 
     tokenizer = AutoTokenizer.from_pretrained(build_embedded_model())
     recorder = _Recorder()

@@ -7,7 +7,6 @@ messages, reward, terminated, truncated, info = env.step("50")
 
 from typing import Any
 
-from common.moved_modules import keep_old_paths
 from envs.core.assistant_turn import AssistantTurn
 from envs.core.errors import InvalidAction, UnknownEnvError
 from envs.core.spaces import AssistantAction, ChatMessages
@@ -15,9 +14,10 @@ from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
 from envs.registry import builtin_envs as _builtin_envs  # noqa: F401  (registers the built-in ids)
 from envs.registry.registration import EnvSpec, list_envs, make, register, spec
+from turngym.common.moved_modules import keep_old_paths
 
 # Modules that moved (issue 35: envs/ holds folders by concept). Their old paths still import the moved
-# module, with one DeprecationWarning (common/moved_modules.py); docs/design.md lists them.
+# module, with one DeprecationWarning (turngym/common/moved_modules.py); docs/design.md lists them.
 keep_old_paths(
     {
         "envs.text_env": "envs.core.text_env",
@@ -44,7 +44,7 @@ keep_old_paths(
         "envs.expert_evaluation": "envs.baselines.expert_evaluation",
         "envs.behaviour": "envs.baselines.behaviour",
         "envs.success_interval": "envs.baselines.success_interval",
-        "envs.messages": "chat.message",
+        "envs.messages": "turngym.chat.message",
         "envs.remote.server": "envs.server.app",
     }
 )
@@ -68,10 +68,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # `ToolCallRequest` is `chat.calls.ToolCall` (one tool-call concept); resolved on use so that
+    # `ToolCallRequest` is `turngym.chat.calls.ToolCall` (one tool-call concept); resolved on use so that
     # `import envs` does not import `tools` and pydantic.
     if name == "ToolCallRequest":
-        from chat.calls.call import ToolCall
+        from turngym.chat.calls.call import ToolCall
 
         return ToolCall
     raise AttributeError(f"module 'envs' has no attribute {name!r}")

@@ -16,9 +16,9 @@ import threading
 from collections.abc import Callable
 
 import envs
-from chat.calls.formats import write_calls
-from common.cli_errors import ArgumentParser, UsageError, check_port_free, did_you_mean, run_cli
 from envs.core.text_env import render_transcript
+from turngym.chat.calls.formats import write_calls
+from turngym.common.cli_errors import ArgumentParser, UsageError, check_port_free, did_you_mean, run_cli
 
 # Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
 # hyperlinks, and two-byte ESC codes), then every other control character but newline and tab, C1 controls
@@ -124,7 +124,7 @@ def _main(argv: list[str] | None) -> int:
             return serve_workers(args)
         from envs.server.app import TOKEN_ENV
         from envs.server.app import serve as run_server
-        from serving.cli import server_settings
+        from turngym.serving.cli import server_settings
 
         # The operator's settings first (beyond loopback: a token), then the port: a port another
         # program holds would answer the listening probe below, so it is refused before, as the server would.

@@ -2,7 +2,7 @@
 
     python examples/evaluate.py outputs/text-game [guess-number-v0] [n=64] [env.difficulty=easy]
 
-Step 1 is `engines.checkpoint_export.resolve_model`: verl's own model merger turns the FSDP shards
+Step 1 is `turngym.engines.checkpoint_export.resolve_model`: verl's own model merger turns the FSDP shards
 of the latest checkpoint into a Hugging Face directory (cached in <run>/export/global_step_N). Step 2
 is turngym's eval CLI (`python -m rollout.eval`), which prints mean reward, success rate, turns and
 format errors, with the run's envs and token budgets unless the command line sets them. The CLI does
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from engines.checkpoint_export import resolve_model
 from rollout import eval as rollout_eval
+from turngym.engines.checkpoint_export import resolve_model
 
 
 def main(argv: list[str]) -> int:

@@ -5,7 +5,6 @@ opening = user.start({"question": "2 + 2?", "answer": 4})
 reply, reward, done, metrics = user.respond(conversation)
 """
 
-from common.moved_modules import keep_old_paths
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
 from interactions.loading import InteractionConfigError, load_interactions
 from interactions.registry import (
@@ -16,12 +15,13 @@ from interactions.registry import (
     register,
     spec,
 )
+from turngym.common.moved_modules import keep_old_paths
 
 # Modules that moved out of interactions (issue 35). Their old paths still import the moved module, with one
-# DeprecationWarning (common/moved_modules.py); docs/design.md lists them.
+# DeprecationWarning (turngym/common/moved_modules.py); docs/design.md lists them.
 keep_old_paths(
     {
-        "interactions.engine": "chat.engine",
+        "interactions.engine": "turngym.chat.engine",
     }
 )
 

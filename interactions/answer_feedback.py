@@ -7,8 +7,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from chat.message import Message
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
+from turngym.chat.message import Message
 
 _MARKED = re.compile(r"(?:final\s+answer|answer)\s*(?:is)?\s*[:=]\s*([^\n]+)", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")

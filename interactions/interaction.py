@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from chat.message import Message
+from turngym.chat.message import Message
 
 
 class InteractionReply(NamedTuple):

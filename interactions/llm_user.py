@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from chat.engine import Engine
-from chat.message import Message
-from common.run_sync import run_sync
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
 from interactions.model_participant import ModelParticipant
+from turngym.chat.engine import Engine
+from turngym.chat.message import Message
+from turngym.common.run_sync import run_sync
 
 T = TypeVar("T")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from common.registration import EntryPointError
 from interactions.registry import InteractionSpec, register
+from turngym.common.registration import EntryPointError
 
 
 class InteractionConfigError(ValueError):

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from chat.engine import Engine, chat_kwargs
-from chat.format import ChatFormat
+from turngym.chat.engine import Engine, chat_kwargs
+from turngym.chat.format import ChatFormat
 
 _request_ids = itertools.count()
 
@@ -42,13 +42,13 @@ class ModelReply:
 class ModelParticipant:
     """A model that writes one side of a conversation: messages in, the model's decoded text out.
 
-    Each request renders the messages with the tokenizer's chat template (`chat.format.ChatFormat`),
+    Each request renders the messages with the tokenizer's chat template (`turngym.chat.format.ChatFormat`),
     every content tokenized as plain text: the other side's words reach this prompt and must not become
     role markup. It asks `engine` for at most `max_new_tokens` tokens, stopping at the template's
     end-of-turn token, and decodes them without special tokens.
 
     Args:
-        engine: any `chat.Engine` (an async `generate(request_id, *, prompt_ids, sampling_params)`).
+        engine: any `turngym.chat.Engine` (an async `generate(request_id, *, prompt_ids, sampling_params)`).
         tokenizer: a Hugging Face tokenizer with a chat template, or the path of one (loaded offline).
         name: who this is in the one-line report of the first failure (`turngym: <name>: ...`).
         request_prefix: the engine request ids are `<request_prefix>-<n>`.
@@ -67,10 +67,10 @@ class ModelParticipant:
     (torch), so it is skipped here; tests/interactions/test_model_participant.py runs it.
 
     >>> from transformers import AutoTokenizer  # doctest: +SKIP
-    >>> from engines.embedded_model import build_embedded_model  # doctest: +SKIP
-    >>> from chat import user  # doctest: +SKIP
-    >>> from common.run_sync import run_sync  # doctest: +SKIP
-    >>> from engines.engine import Generation  # doctest: +SKIP
+    >>> from turngym.engines.embedded_model import build_embedded_model  # doctest: +SKIP
+    >>> from turngym.chat import user  # doctest: +SKIP
+    >>> from turngym.common.run_sync import run_sync  # doctest: +SKIP
+    >>> from turngym.engines.engine import Generation  # doctest: +SKIP
     >>> tokenizer = AutoTokenizer.from_pretrained(build_embedded_model())  # doctest: +SKIP
     >>> class Plays4:  # an engine that always writes the same move  # doctest: +SKIP
     ...     async def generate(self, request_id, *, prompt_ids, sampling_params=None):

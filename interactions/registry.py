@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.registration import Registry, check_entry_point, load_entry_point
 from interactions.interaction import Interaction
+from turngym.common.registration import Registry, check_entry_point, load_entry_point
 
 
 class UnknownInteractionError(KeyError):
@@ -29,7 +29,7 @@ class InteractionSpec:
 
     @property
     def kwargs(self) -> dict[str, Any]:
-        """Constructor defaults (`config`), under the name every `common.registration.Registry` spec uses."""
+        """Constructor defaults (`config`), under the name every `turngym.common.registration.Registry` spec uses."""
         return self.config
 
     def load(self) -> Callable[..., Interaction]:

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from chat.message import Message
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
+from turngym.chat.message import Message
 
 _CHECKS = ("eq", "max", "min", "contains")
 

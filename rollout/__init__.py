@@ -1,6 +1,6 @@
 """turngym rollout: token-exact multi-turn episodes (trajectories), the verl agent loop, standalone DataProto export.
 
-The engines live in `engines` and are exported here too (`from rollout import HFEngine`). Heavy modules
+The engines live in `turngym.engines` and are exported here too (`from rollout import HFEngine`). Heavy modules
 (torch, transformers, verl) load on first attribute access, not at `import rollout`.
 """
 
@@ -9,31 +9,31 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from common.moved_modules import keep_old_paths
+from turngym.common.moved_modules import keep_old_paths
 
 # Modules that moved out of rollout (issue 35). Their old paths still import the moved module, with one
-# DeprecationWarning (common/moved_modules.py); docs/design.md lists them.
+# DeprecationWarning (turngym/common/moved_modules.py); docs/design.md lists them.
 keep_old_paths(
     {
-        "rollout.engine": "engines.engine",
-        "rollout.hf_engine": "engines.hf_engine",
-        "rollout.openai_engine": "engines.openai_engine",
-        "rollout.sglang_engine": "engines.sglang_engine",
-        "rollout.checkpoint_export": "engines.checkpoint_export",
-        "rollout.chat_format": "chat.format",
+        "rollout.engine": "turngym.engines.engine",
+        "rollout.hf_engine": "turngym.engines.hf_engine",
+        "rollout.openai_engine": "turngym.engines.openai_engine",
+        "rollout.sglang_engine": "turngym.engines.sglang_engine",
+        "rollout.checkpoint_export": "turngym.engines.checkpoint_export",
+        "rollout.chat_format": "turngym.chat.format",
     }
 )
 
 _EXPORTS = {
-    "Engine": "engines.engine",
-    "EngineError": "engines.engine",
-    "Generation": "engines.engine",
-    "SamplingParams": "engines.engine",
-    "HFEngine": "engines.hf_engine",
-    "SGLangEngine": "engines.sglang_engine",
+    "Engine": "turngym.engines.engine",
+    "EngineError": "turngym.engines.engine",
+    "Generation": "turngym.engines.engine",
+    "SamplingParams": "turngym.engines.engine",
+    "HFEngine": "turngym.engines.hf_engine",
+    "SGLangEngine": "turngym.engines.sglang_engine",
     "ScriptedEngine": "rollout.scripted_engine",
     "EngineOpponent": "rollout.engine_opponent",
-    "ChatFormat": "chat.format",
+    "ChatFormat": "turngym.chat.format",
     "Trajectory": "rollout.trajectory",
     "TrajectoryBatch": "rollout.trajectory",
     "EpisodeConfig": "rollout.episode",
@@ -67,10 +67,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from chat.format import ChatFormat
-    from engines.engine import Engine, EngineError, Generation, SamplingParams
-    from engines.hf_engine import HFEngine
-    from engines.sglang_engine import SGLangEngine
     from rollout.agent_loop import TurnGymAgentLoop
     from rollout.collection import acollect, collect, summarize
     from rollout.dataproto import to_dataproto
@@ -78,6 +74,10 @@ if TYPE_CHECKING:
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.scripted_engine import ScriptedEngine
     from rollout.trajectory import Trajectory, TrajectoryBatch
+    from turngym.chat.format import ChatFormat
+    from turngym.engines.engine import Engine, EngineError, Generation, SamplingParams
+    from turngym.engines.hf_engine import HFEngine
+    from turngym.engines.sglang_engine import SGLangEngine
 
 
 def __getattr__(name: str) -> Any:

@@ -12,10 +12,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from chat.engine import Engine
-from common.run_sync import run_sync
 from rollout.episode import EpisodeConfig, run_episode, with_policy_as_opponent
 from rollout.trajectory import Trajectory, TrajectoryBatch
+from turngym.chat.engine import Engine
+from turngym.common.run_sync import run_sync
 
 #: What `collect` takes as `env`: an env id, an env made by `envs.make` (copied from its spec), or a
 #: factory returning a fresh env.

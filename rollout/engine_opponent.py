@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chat.engine import Engine
-from chat.format import TemplateError
-from common.run_sync import run_sync
 from envs.textarena.opponent import POLICY_OPPONENT
 from interactions.model_participant import ModelParticipant, describe_error
+from turngym.chat.engine import Engine
+from turngym.chat.format import TemplateError
+from turngym.common.run_sync import run_sync
 
 __all__ = ["EngineOpponent", "OpponentEngineError", "describe_error", "with_policy_opponent"]
 

@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.engine import Engine, chat_kwargs
-from chat.format import ChatFormat
-from engines.engine import EngineRequestError
 from envs.core.protocol import conforms, missing_members
 from rollout.engine_opponent import with_policy_opponent
 from rollout.failure_trace import describe_exception, record_first_failure
 from rollout.opening_prompt import opening_prompt
 from rollout.trajectory import Trajectory, TurnRecord
+from turngym.chat.engine import Engine, chat_kwargs
+from turngym.chat.format import ChatFormat
+from turngym.engines.engine import EngineRequestError
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
@@ -307,8 +307,8 @@ def _interpret(
     if not has_tools:
         clean = _THINK.sub("", text).strip() if strip_think else text
         return {"role": "assistant", "content": text}, clean, 0
-    from chat.calls import parse_tool_calls
     from envs.core.assistant_turn import AssistantTurn
+    from turngym.chat.calls import parse_tool_calls
 
     parsed = parse_tool_calls(text, fmt.tool_call_format)
     content = _THINK.sub("", parsed.content).strip() if strip_think else parsed.content

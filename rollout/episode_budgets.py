@@ -40,7 +40,7 @@ DEFAULT_BUDGETS = EpisodeBudgets(max_response_tokens=512, max_turns=16, max_new_
 EMBEDDED_MODEL_BUDGETS = EpisodeBudgets(max_response_tokens=1152, max_turns=8, max_new_tokens=8)
 
 
-# Named models' own (engines/named_models.py): training fills them in like the others, so that
+# Named models' own (turngym/engines/named_models.py): training fills them in like the others, so that
 # `rollout.eval model=<name>` compares with training. A model's trainer/config/model/<name>.yaml may set
 # them too; tests/engines/test_named_models.py checks that the two agree. SmolLM2-135M-Instruct's guesses are 1-2 tokens:
 # a reply cut at 4 (the number and a little of what follows) costs a turn instead of filling the episode.

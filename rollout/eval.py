@@ -1,7 +1,7 @@
 """`python -m rollout.eval [env=<id>] [model=<path>] [key=value ...] [--import module] [--save traj.jsonl]`
 
 model= is a named model (smollm2-135m-instruct, embedded), gguf:<file> (both converted once into a cached
-Hugging Face directory: engines/named_models.py), a Hugging Face model directory, or what training left: a run folder (outputs/<env>), a
+Hugging Face directory: turngym/engines/named_models.py), a Hugging Face model directory, or what training left: a run folder (outputs/<env>), a
 checkpoints folder, a global_step_N folder or its actor folder; checkpoints are exported once with
 verl's model merger (into <run>/export/global_step_N). Given a run, env= defaults to the run's envs (with
 their kwargs) and the token budgets to the run's; without one, to the training defaults below.
@@ -35,10 +35,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.cli_errors import UsageError, check_output_file, did_you_mean, make_parent, one_line, run_cli
-from engines.named_models import EMBEDDED, is_embedded, is_model_name
 from rollout.episode_budgets import NAMED_MODEL_BUDGETS, TRAINING_KEYS, default_budgets
 from rollout.episode_kind import EpisodeKind
+from turngym.common.cli_errors import (
+    UsageError,
+    check_output_file,
+    did_you_mean,
+    make_parent,
+    one_line,
+    run_cli,
+)
+from turngym.engines.named_models import EMBEDDED, is_embedded, is_model_name
 
 USAGE = __doc__
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
@@ -179,7 +186,7 @@ def run_settings(model: str | None) -> dict[str, Any]:
         return {}
     from omegaconf import OmegaConf
 
-    from engines.checkpoint_export import RUN_CONFIG, RUN_RECORD, run_dir
+    from turngym.engines.checkpoint_export import RUN_CONFIG, RUN_RECORD, run_dir
 
     run = run_dir(Path(model).expanduser().resolve())
     if run is None:
@@ -251,15 +258,15 @@ def build_engine(opts: dict[str, Any]):
 
     kind = opts.get("engine", "hf")
     if kind == "hf":
-        from engines.hf_engine import HFEngine
+        from turngym.engines.hf_engine import HFEngine
 
         engine = HFEngine(opts.get("model"), seed=int(opts.get("seed", 0)))
         return engine, engine.tokenizer, engine.name
-    from engines.sglang_engine import SGLangEngine
+    from turngym.engines.sglang_engine import SGLangEngine
 
     if kind == "openai":
-        from engines.embedded_model import build_embedded_model
-        from engines.openai_engine import TEXT_ONLY_NOTE, OpenAIEngine
+        from turngym.engines.embedded_model import build_embedded_model
+        from turngym.engines.openai_engine import TEXT_ONLY_NOTE, OpenAIEngine
 
         tok_path = opts.get("tokenizer") or build_embedded_model()
         tokenizer = AutoTokenizer.from_pretrained(tok_path)
@@ -267,7 +274,7 @@ def build_engine(opts: dict[str, Any]):
         return OpenAIEngine(opts["url"], opts["model"], tokenizer), tokenizer, str(tok_path)
     tok_path = opts.get("tokenizer") or opts.get("model")
     if tok_path is None:
-        from engines.embedded_model import build_embedded_model  # as HFEngine's default model
+        from turngym.engines.embedded_model import build_embedded_model  # as HFEngine's default model
 
         tok_path = build_embedded_model()
     return (
@@ -279,7 +286,7 @@ def build_engine(opts: dict[str, Any]):
 
 def model_name_hint(model: str) -> str:
     """``"; did you mean <name>?"`` when a model that is no path looks like a misspelt model name."""
-    from engines.named_models import NAMED_MODELS
+    from turngym.engines.named_models import NAMED_MODELS
 
     if Path(model).expanduser().exists():
         return ""
@@ -288,7 +295,7 @@ def model_name_hint(model: str) -> str:
 
 
 def _resolved(model: str) -> Path:
-    from engines.checkpoint_export import CheckpointError, resolve_model
+    from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
     try:
         return resolve_model(model)  # only model names come here: no checkpoint is exported
@@ -346,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_label = opts.get("model") or EMBEDDED
     embedded = is_embedded(opts.get("model")) and opts.get("engine", "hf") == "hf"
     if opts.get("model") and opts.get("engine", "hf") == "hf":
-        from engines.checkpoint_export import CheckpointError, resolve_model
+        from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
         settings = {} if is_model_name(opts["model"]) else run_settings(opts["model"])
         plan = eval_plan(opts, env_kwargs, settings)

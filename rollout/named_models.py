@@ -1,12 +1,12 @@
-"""Moved to `engines.named_models` (issue 35: the engines and named models have their own package).
+"""Moved to `turngym.engines.named_models` (issue 35: the engines and named models have their own package).
 
-This path keeps working and warns once per process; import from `engines.named_models` instead.
-`python -m rollout.named_models` still runs; the command is now `python -m engines.named_models`.
+This path keeps working and warns once per process; import from `turngym.engines.named_models` instead.
+`python -m rollout.named_models` still runs; the command is now `python -m turngym.engines.named_models`.
 """
 
 import warnings
 
-from engines.named_models import (
+from turngym.engines.named_models import (
     CACHE_ENV,
     CONVERSION_FORMAT,
     EMBEDDED,
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 warnings.warn(
-    "rollout.named_models moved to engines.named_models; import from there",
+    "rollout.named_models moved to turngym.engines.named_models; import from there",
     DeprecationWarning,
     stacklevel=1 if __name__ == "__main__" else 2,
 )

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chat.format import ChatFormat
 from rollout.tool_prompt import place_tools
+from turngym.chat.format import ChatFormat
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from chat.format import ChatFormat
-from engines.engine import EngineError, Generation, SamplingParams
+from turngym.chat.format import ChatFormat
+from turngym.engines.engine import EngineError, Generation, SamplingParams
 
 Script = Callable[[int, random.Random], "dict | str"]
 

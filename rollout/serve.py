@@ -1,12 +1,12 @@
-"""Moved to `engines.serve` (issue 35: the engines and named models have their own package).
+"""Moved to `turngym.engines.serve` (issue 35: the engines and named models have their own package).
 
-This path keeps working and warns once per process; import from `engines.serve` instead.
-`python -m rollout.serve` still runs; the command is now `python -m engines.serve`.
+This path keeps working and warns once per process; import from `turngym.engines.serve` instead.
+`python -m rollout.serve` still runs; the command is now `python -m turngym.engines.serve`.
 """
 
 import warnings
 
-from engines.serve import (
+from turngym.engines.serve import (
     ROUTES,
     TOKEN_ENV,
     ModelServer,
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 warnings.warn(
-    "rollout.serve moved to engines.serve; import from there",
+    "rollout.serve moved to turngym.engines.serve; import from there",
     DeprecationWarning,
     stacklevel=1 if __name__ == "__main__" else 2,
 )

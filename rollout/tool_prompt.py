@@ -6,7 +6,7 @@ roles and contents). An env's tools would then never reach the model, and an ass
 For such a template the rollout:
 - appends `tools_system_text(tools)` to the system message: the schemas as JSON lines in `<tools>` and
   how to call one (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, the hermes format
-  `chat.calls` reads). With no system message, the template's own default system prompt (found by
+  `turngym.chat.calls` reads). With no system message, the template's own default system prompt (found by
   rendering, e.g. SmolLM2's "You are a helpful AI assistant named SmolLM...") is kept before it;
 - hands the template no tools, and records each assistant turn with its text as written (the
   `<tool_call>` blocks stay in `content`, parsed `tool_calls` beside it for readers), since the template
@@ -21,12 +21,12 @@ import json
 import logging
 from typing import Any
 
-from chat.calls.formats import get_format, write_calls
-from chat.render_deadline import RENDER_TIMEOUT_S, bounded_render
+from turngym.chat.calls.formats import get_format, write_calls
+from turngym.chat.render_deadline import RENDER_TIMEOUT_S, bounded_render
 
 log = logging.getLogger(__name__)
 
-#: The call format the listed tools are called in: the one `chat.calls` parses by default.
+#: The call format the listed tools are called in: the one `turngym.chat.calls` parses by default.
 LISTED_FORMAT = "hermes"
 
 _PROBE_NAME = "turngym_probe_tool"

@@ -30,10 +30,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from common.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 from envs.baselines.success_interval import wilson_interval
 from rollout.episode_pairs import pair_change, pair_episodes, verdict
 from rollout.trajectory import Trajectory
+from turngym.common.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;background:#fafafa}
@@ -664,7 +664,7 @@ def _main(argv: list[str] | None) -> int:
     tokenizers = []
     for _, tok_path in runs:
         if tok_path is None:
-            from engines.embedded_model import build_embedded_model
+            from turngym.engines.embedded_model import build_embedded_model
 
             tok_path = str(build_embedded_model())
         if tok_path not in loaded:

@@ -15,14 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def model_path():
-    from engines.embedded_model import build_embedded_model
+    from turngym.engines.embedded_model import build_embedded_model
 
     return build_embedded_model()
 
 
 @pytest.fixture(scope="session")
 def llama3_path():
-    from engines.embedded_model import build_embedded_model
+    from turngym.engines.embedded_model import build_embedded_model
 
     return build_embedded_model(template="llama3")
 
@@ -43,25 +43,25 @@ def llama3_tokenizer(llama3_path):
 
 @pytest.fixture(scope="session")
 def hf_engine(model_path):
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     return HFEngine(model_path, seed=0)
 
 
 @pytest.fixture
 def unused_port() -> int:
-    from serving.loopback_server import free_port
+    from turngym.serving.loopback_server import free_port
 
     return free_port()
 
 
 @pytest.fixture(scope="session")
 def served_url(model_path):
-    """`python -m engines.serve` in a real subprocess on a loopback port."""
-    from serving.loopback_server import spawn_server, stop_server
+    """`python -m turngym.engines.serve` in a real subprocess on a loopback port."""
+    from turngym.serving.loopback_server import spawn_server, stop_server
 
     url, proc = spawn_server(
-        ["-m", "engines.serve", "--model-path", str(model_path)],
+        ["-m", "turngym.engines.serve", "--model-path", str(model_path)],
         ready_path="/ready",
         env={"PYTHONPATH": str(ROOT)},
         ready_s=120.0,
@@ -73,16 +73,16 @@ def served_url(model_path):
 @pytest.fixture
 def parses(monkeypatch):
     """Every text parsed for tool calls while the test runs, through the names the rollout and the env use."""
-    import chat.calls
-    import chat.calls.formats
+    import turngym.chat.calls
+    import turngym.chat.calls.formats
 
-    real = chat.calls.formats.parse_tool_calls
+    real = turngym.chat.calls.formats.parse_tool_calls
     seen: list[str] = []
 
     def counted(text, *args, **kwargs):
         seen.append(text)
         return real(text, *args, **kwargs)
 
-    monkeypatch.setattr(chat.calls, "parse_tool_calls", counted)
-    monkeypatch.setattr(chat.calls.formats, "parse_tool_calls", counted)
+    monkeypatch.setattr(turngym.chat.calls, "parse_tool_calls", counted)
+    monkeypatch.setattr(turngym.chat.calls.formats, "parse_tool_calls", counted)
     return seen

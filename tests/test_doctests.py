@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("chat", "common", "serving", "envs", "tools", "interactions", "rollout", "engines", "trainer")
+PACKAGES = ("turngym", "envs", "tools", "interactions", "rollout", "trainer")
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 # Libraries an example may import that only an extra installs (pyproject.toml's optional-dependencies).
 EXTRAS = {

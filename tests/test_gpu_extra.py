@@ -113,8 +113,8 @@ def test_gpu_configuration_passes_verls_validation_without_a_gpu(algorithm):
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from engines.embedded_model import build_embedded_model
     from trainer.compose import compose_config
+    from turngym.engines.embedded_model import build_embedded_model
 
     overrides = train_gpu_overrides(str(build_embedded_model()))
     assert "trainer.device=cuda" in overrides

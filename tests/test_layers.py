@@ -14,22 +14,35 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("trainer", "rollout", "engines", "envs", "tools", "interactions", "chat", "common", "serving")
+PACKAGES = (
+    "trainer",
+    "rollout",
+    "turngym.engines",
+    "envs",
+    "tools",
+    "interactions",
+    "turngym.chat",
+    "turngym.common",
+    "turngym.serving",
+)
 # What each package may import (besides itself): the layers of docs/design.md. The ground floor is
-# `chat` (messages, the engine contract, call formats, ChatEncoder), `common` (Registry, run_sync,
-# CLI errors, the thread deadline) and `serving` (the HTTP layer every server shares): every package
-# may import them, `common` imports none and `chat` and `serving` none but `common`.
+# `turngym.chat` (messages, the engine contract, call formats, ChatEncoder), `turngym.common` (Registry,
+# run_sync, CLI errors, the thread deadline) and `turngym.serving` (the HTTP layer every server shares):
+# every package may import them, `turngym.common` imports none and `turngym.chat` and `turngym.serving`
+# none but `turngym.common`. The shared packages live under `turngym`, a name no user file takes (a
+# user's `common.py` in the working folder must not shadow them); `turngym/__init__.py` imports nothing.
+CHAT, COMMON, SERVING, ENGINES = "turngym.chat", "turngym.common", "turngym.serving", "turngym.engines"
 ALLOWED = {
-    "trainer": {"rollout", "engines", "envs", "tools", "interactions", "chat", "common", "serving"},
-    "rollout": {"engines", "envs", "tools", "interactions", "chat", "common", "serving"},
+    "trainer": {"rollout", ENGINES, "envs", "tools", "interactions", CHAT, COMMON, SERVING},
+    "rollout": {ENGINES, "envs", "tools", "interactions", CHAT, COMMON, SERVING},
     # The engines and the models they load: beside rollout's episodes, on tools and the ground floor.
-    "engines": {"tools", "chat", "common", "serving"},
-    "envs": {"tools", "interactions", "chat", "common", "serving"},
-    "interactions": {"tools", "chat", "common", "serving"},
-    "tools": {"chat", "common", "serving"},
-    "chat": {"common"},
-    "common": set(),
-    "serving": {"common"},
+    ENGINES: {"tools", CHAT, COMMON, SERVING},
+    "envs": {"tools", "interactions", CHAT, COMMON, SERVING},
+    "interactions": {"tools", CHAT, COMMON, SERVING},
+    "tools": {CHAT, COMMON, SERVING},
+    CHAT: {COMMON},
+    COMMON: set(),
+    SERVING: {COMMON},
 }
 
 
@@ -37,7 +50,7 @@ def module_files() -> dict[str, Path]:
     """{dotted module name: file} for every module of the packages."""
     found = {}
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in sorted(ROOT.joinpath(*package.split(".")).rglob("*.py")):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
@@ -102,7 +115,9 @@ def import_edges(modules: dict[str, Path] | None = None) -> list[tuple[str, str,
 
 
 def package_of(module: str) -> str:
-    return module.split(".")[0]
+    """The layer a module belongs to: its top-level package, or `turngym.<name>` for a shared one."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "turngym" and len(parts) > 1 else parts[0]
 
 
 def upward_arrows(edges) -> list[str]:
@@ -155,7 +170,9 @@ def test_the_scan_sees_imports_inside_functions():
     modules = module_files()
     edges = import_edges(modules)
     assert len(modules) > 50
-    inside = [e for e in edges if e[0] == "engines.hf_engine" and e[1] == "engines.embedded_model"]
+    inside = [
+        e for e in edges if e[0] == "turngym.engines.hf_engine" and e[1] == "turngym.engines.embedded_model"
+    ]
     assert inside, "the import of the embedded model inside HFEngine.__init__ was not seen"
 
 
@@ -167,11 +184,11 @@ def test_no_upward_arrow():
 # Modules that moved and keep their old path as a deprecation shim: no repo module imports them.
 # Old module paths kept as files, because they are also commands (`python -m rollout.serve`): runpy runs
 # a module's own code, which an alias has none of. Every other moved path is an entry of a package's
-# `keep_old_paths` table (common/moved_modules.py) and has no file.
+# `keep_old_paths` table (turngym/common/moved_modules.py) and has no file.
 FILE_SHIMS = {
-    "rollout.named_models": "engines.named_models",
-    "rollout.embedded_model": "engines.embedded_model",
-    "rollout.serve": "engines.serve",
+    "rollout.named_models": "turngym.engines.named_models",
+    "rollout.embedded_model": "turngym.engines.embedded_model",
+    "rollout.serve": "turngym.engines.serve",
 }
 
 
@@ -179,29 +196,29 @@ def moved_paths() -> dict[str, str]:
     """{old path: new path} for every moved module: the packages' alias tables and the file shims."""
     import importlib
 
-    from common.moved_modules import all_moves
+    from turngym.common.moved_modules import all_moves
 
     for package in PACKAGES:
         importlib.import_module(package)
     return {**all_moves(), **FILE_SHIMS}
 
 
-GROUND_FLOOR = ("chat", "common", "serving")
+GROUND_FLOOR = (CHAT, COMMON, SERVING)
 
 
 def test_chat_common_and_serving_are_the_ground_floor():
     # Every package may stand on all three; common stands on none, chat and serving at most on common
     # (test_no_upward_arrow checks the edges).
-    assert ALLOWED["common"] == set() and ALLOWED["chat"] <= {"common"} and ALLOWED["serving"] <= {"common"}
+    assert ALLOWED[COMMON] == set() and ALLOWED[CHAT] <= {COMMON} and ALLOWED[SERVING] <= {COMMON}
     assert all(
         set(GROUND_FLOOR) <= allowed for package, allowed in ALLOWED.items() if package not in GROUND_FLOOR
     )
     edges = import_edges()
-    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == "chat"}
+    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == CHAT}
     assert {"envs", "interactions", "rollout"} <= users
-    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == "common"}
+    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == COMMON}
     assert {"envs", "interactions", "tools", "rollout", "trainer"} <= users
-    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == "serving"}
+    users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == SERVING}
     assert {"envs", "tools"} <= users
 
 
@@ -237,7 +254,9 @@ def test_no_repo_module_imports_a_deprecation_shim():
 
 def test_the_moved_paths_table_sees_every_package_table():
     moved = moved_paths()
-    assert moved["tools.calls"] == "chat.calls" and moved["rollout.chat_format"] == "chat.format"
+    assert (
+        moved["tools.calls"] == "turngym.chat.calls" and moved["rollout.chat_format"] == "turngym.chat.format"
+    )
 
 
 def test_no_import_cycle():
@@ -246,7 +265,9 @@ def test_no_import_cycle():
 
 
 def test_import_rollout_engines_and_the_embedded_model_stay_light():
-    code = "import sys, rollout, engines, engines.embedded_model; print(' '.join(sys.modules))"
+    code = (
+        "import sys, rollout, turngym.engines, turngym.engines.embedded_model; print(' '.join(sys.modules))"
+    )
     loaded = set(
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -274,7 +295,7 @@ def main(argv: list[str]) -> int:
         print()
     for package, targets in package_graph(edges).items():
         shown = ", ".join(f"{t} ({n})" for t, n in sorted(targets.items())) or "(nothing)"
-        print(f"{package:13} -> {shown}")
+        print(f"{package:15} -> {shown}")
     arrows, found = upward_arrows(edges), cycles(edges)
     print(f"\nupward arrows: {len(arrows)}")
     for arrow in arrows:

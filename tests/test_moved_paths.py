@@ -18,13 +18,13 @@ ALIASED = sorted((old, new) for old, new in moved_paths().items() if old not in 
 def test_the_tables_hold_the_moves_of_issue_35():
     aliased = dict(ALIASED)
     for old, new in [
-        ("tools.registration", "common.registration"),
-        ("tools.calls", "chat.calls"),
-        ("tools.serving", "serving"),
-        ("interactions.engine", "chat.engine"),
-        ("rollout.hf_engine", "engines.hf_engine"),
-        ("rollout.chat_format", "chat.format"),
-        ("envs.messages", "chat.message"),
+        ("tools.registration", "turngym.common.registration"),
+        ("tools.calls", "turngym.chat.calls"),
+        ("tools.serving", "turngym.serving"),
+        ("interactions.engine", "turngym.chat.engine"),
+        ("rollout.hf_engine", "turngym.engines.hf_engine"),
+        ("rollout.chat_format", "turngym.chat.format"),
+        ("envs.messages", "turngym.chat.message"),
         ("envs.remote.server", "envs.server.app"),
         ("envs.text_env", "envs.core.text_env"),
         ("envs.registration", "envs.registry.registration"),
@@ -63,15 +63,15 @@ def test_an_old_path_kept_as_a_file_gives_the_same_objects(old: str, new: str):
 
 
 def test_the_names_tools_exported_still_resolve_without_a_warning():
-    import chat.calls
-    import common.registration
     import tools
+    import turngym.chat.calls
+    import turngym.common.registration
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        assert tools.Registry is common.registration.Registry
-        assert tools.load_entry_point is common.registration.load_entry_point
-        assert tools.parse_tool_calls is chat.calls.parse_tool_calls
+        assert tools.Registry is turngym.common.registration.Registry
+        assert tools.load_entry_point is turngym.common.registration.load_entry_point
+        assert tools.parse_tool_calls is turngym.chat.calls.parse_tool_calls
 
 
 def test_the_serve_options_moved_with_the_server():

@@ -20,27 +20,27 @@ from pathlib import Path
 
 import pytest
 
-from common.cli_errors import INTERRUPT_EXIT, UsageError, check_output_file, did_you_mean, run_cli
+from turngym.common.cli_errors import INTERRUPT_EXIT, UsageError, check_output_file, did_you_mean, run_cli
 
 TABLE: list[tuple[str, str, int]] = []
 
 
 def _mains() -> dict[str, Callable[[list[str]], int]]:
-    import engines.named_models
-    import engines.serve
     import envs.__main__
     import rollout.eval
     import rollout.view
     import tools.sandbox.serve
     import trainer.run
+    import turngym.engines.named_models
+    import turngym.engines.serve
 
     return {
         "envs": envs.__main__.main,
         "rollout.eval": rollout.eval.cli,
         "rollout.view": rollout.view.main,
-        "engines.serve": engines.serve.main,
+        "turngym.engines.serve": turngym.engines.serve.main,
         "tools.sandbox.serve": tools.sandbox.serve.main,
-        "engines.named_models": engines.named_models.main,
+        "turngym.engines.named_models": turngym.engines.named_models.main,
         "trainer.run": trainer.run.main,
     }
 
@@ -125,12 +125,12 @@ CASES = [
     ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
     ("rollout.view", ["traj.jsonl"], 2, "not a trajectories JSONL"),
     ("rollout.view", ["traj.jsonl", "-o", "notes.txt/page.html"], 2, "is a file"),
-    ("engines.serve", ["--port", "{port}"], 2, "is in use"),
-    ("engines.serve", ["--model-path", "no/such/model"], 2, "does not exist"),
+    ("turngym.engines.serve", ["--port", "{port}"], 2, "is in use"),
+    ("turngym.engines.serve", ["--model-path", "no/such/model"], 2, "does not exist"),
     ("tools.sandbox.serve", ["--port", "{port}"], 2, "is in use"),
     ("tools.sandbox.serve", ["--concurrency", "0"], 2, "--concurrency"),
     ("tools.sandbox.serve", ["--isolation", "docker"], 2, "invalid choice"),
-    ("engines.named_models", ["smollm2"], 2, "unknown model name"),
+    ("turngym.engines.named_models", ["smollm2"], 2, "unknown model name"),
     ("trainer.run", ["env=guess-number", "turngym.output_dir=notes.txt"], 2, "is a file"),
     ("trainer.run", ["env.id=guess-numbr-v0"], 2, "did you mean guess-number-v0"),
     ("trainer.run", ["env=guess-number", "algorithm=grpoo"], 2, "grpo"),
@@ -201,8 +201,8 @@ def test_a_mistake_is_one_line_and_changes_nothing(world, capsys, cli, argv, cod
     TABLE.append((f"python -m {cli} {' '.join(argv)}", ours[0], code))
 
 
-HELPED = ["envs", "rollout.eval", "rollout.view", "engines.serve", "tools.sandbox.serve"]
-HELPED += ["engines.named_models", "trainer.run"]
+HELPED = ["envs", "rollout.eval", "rollout.view", "turngym.engines.serve", "tools.sandbox.serve"]
+HELPED += ["turngym.engines.named_models", "trainer.run"]
 
 
 @pytest.mark.parametrize("cli", HELPED)
@@ -642,7 +642,7 @@ def test_a_tool_class_refuses_unknown_arguments_as_a_tool_function_does(world, m
 
 ONE_DOOR_ENVS = """\
 import envs
-from chat.message import user
+from turngym.chat.message import user
 from envs.games.guess_number import GuessNumberEnv
 
 

@@ -3,7 +3,7 @@ is bounded wherever it enters. Each test replays an attack that worked on the co
 
 - numbers: `envs.make("maze-v0", format_penalty=1e300)` paid -1e300 per unreadable reply; guess-number
   took `ruled_out_penalty=inf`, `1e308` and `True`; a served env's reward of 3e38 or NaN went into the
-  rollout as it came; `engines.serve` answered HTTP 500 to `temperature=1e-300` and `sampling_seed=2**200`;
+  rollout as it came; `turngym.engines.serve` answered HTTP 500 to `temperature=1e-300` and `sampling_seed=2**200`;
   the trainer's command line took `success_threshold=nan`, a temperature and a learning rate of 1e308
   and curriculum weights of NaN.
 """
@@ -19,7 +19,7 @@ import envs
 from envs.core.number_bounds import ENV_NUMBERS, check_env_numbers
 from envs.registry.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.remote.wire import RemoteEnvError
-from serving.loopback_server import spawn_server, stop_server
+from turngym.serving.loopback_server import spawn_server, stop_server
 
 # --- numbers an env is built with --------------------------------------------------------------------
 
@@ -95,7 +95,7 @@ def test_a_client_kwarg_that_is_a_number_is_held_to_the_table():
 PAYING_ENVS = textwrap.dedent(
     """
     import envs
-    from chat.message import user
+    from turngym.chat.message import user
     from envs.core.step_result import StepResult
     from envs.core.text_env import TextEnv
 

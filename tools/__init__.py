@@ -1,8 +1,8 @@
 """turngym tools: typed tools with OpenAI schemas, YAML loading, built-ins and code sandboxes.
 
 Names load on first use, so `import tools` (and any `tools.<submodule>` import, which runs this file
-first) pulls neither pydantic nor pyyaml. `Registry` and `load_entry_point` (in `common.registration`)
-and the call-format names (in `chat.calls`) live on the ground floor and are still exported here.
+first) pulls neither pydantic nor pyyaml. `Registry` and `load_entry_point` (in `turngym.common.registration`)
+and the call-format names (in `turngym.chat.calls`) live on the ground floor and are still exported here.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from common.moved_modules import keep_old_paths
+from turngym.common.moved_modules import keep_old_paths
 
 # Modules that moved out of tools (issue 35). Their old paths still import the moved module, with one
-# DeprecationWarning (common/moved_modules.py); docs/design.md lists them.
+# DeprecationWarning (turngym/common/moved_modules.py); docs/design.md lists them.
 keep_old_paths(
     {
-        "tools.registration": "common.registration",
-        "tools.run_sync": "common.run_sync",
-        "tools.cli_errors": "common.cli_errors",
-        "tools.serving": "serving",
-        "tools.calls": "chat.calls",
-        "tools.chat_encoding": "chat.encoder",
+        "tools.registration": "turngym.common.registration",
+        "tools.run_sync": "turngym.common.run_sync",
+        "tools.cli_errors": "turngym.common.cli_errors",
+        "tools.serving": "turngym.serving",
+        "tools.calls": "turngym.chat.calls",
+        "tools.chat_encoding": "turngym.chat.encoder",
     }
 )
 
@@ -33,18 +33,18 @@ _EXPORTS = {
     "tool": "tools.tool",
     "ToolRegistry": "tools.registry",
     "ToolResult": "tools.result",
-    "ParsedTurn": "chat.calls",
-    "ToolCall": "chat.calls",
-    "format_tool_calls": "chat.calls",
-    "parse_tool_calls": "chat.calls",
+    "ParsedTurn": "turngym.chat.calls",
+    "ToolCall": "turngym.chat.calls",
+    "format_tool_calls": "turngym.chat.calls",
+    "parse_tool_calls": "turngym.chat.calls",
     "get_builtin": "tools.builtin",
     "list_builtins": "tools.builtin",
     "load_tools": "tools.loading",
     "resolve_tools": "tools.loading",
     "make_tool": "tools.loading",
     "ToolLoadError": "tools.loading",
-    "Registry": "common.registration",
-    "load_entry_point": "common.registration",
+    "Registry": "turngym.common.registration",
+    "load_entry_point": "turngym.common.registration",
 }
 
 __all__ = [
@@ -68,13 +68,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from chat.calls import ParsedTurn, ToolCall, format_tool_calls, parse_tool_calls
-    from common.registration import Registry, load_entry_point
     from tools.builtin import get_builtin, list_builtins
     from tools.loading import ToolLoadError, load_tools, make_tool, resolve_tools
     from tools.registry import ToolRegistry
     from tools.result import ToolResult
     from tools.tool import FunctionTool, Tool, tool
+    from turngym.chat.calls import ParsedTurn, ToolCall, format_tool_calls, parse_tool_calls
+    from turngym.common.registration import Registry, load_entry_point
 
 
 def __getattr__(name: str) -> Any:

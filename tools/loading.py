@@ -10,8 +10,8 @@ from typing import Any
 
 import pydantic
 
-from common.registration import load_entry_point
 from tools.tool import FunctionTool, Tool, check_tool_name
+from turngym.common.registration import load_entry_point
 
 # Keys verl's tool YAML puts in `config` that are about verl, not the tool.
 _VERL_CONFIG_KEYS = {"type"}

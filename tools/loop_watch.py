@@ -9,7 +9,7 @@ ends. `watched(tool, coroutine)` drives the coroutine itself, timing every stret
   once per tool (what to do instead: a plain `def run`, which runs in a worker thread, or `await
   asyncio.to_thread(...)`), counted in `blocking_report()` and put in the result's metrics as
   `loop_blocked_s` by the caller;
-- a stretch still running when the call's `timeout_s` is up is stopped (`common.thread_deadline` raises
+- a stretch still running when the call's `timeout_s` is up is stopped (`turngym.common.thread_deadline` raises
   in the loop's thread at the next bytecode) and the call ends as a timeout. A single C call that blocks
   (`time.sleep`, a blocking read) cannot be interrupted this way; it is still measured and reported.
 """
@@ -22,7 +22,7 @@ import time
 from collections.abc import Coroutine, Generator
 from typing import Any
 
-from common.thread_deadline import DeadlineExceeded, call_with_deadline
+from turngym.common.thread_deadline import DeadlineExceeded, call_with_deadline
 
 log = logging.getLogger(__name__)
 

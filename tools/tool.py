@@ -14,12 +14,12 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from chat.calls import bounded_json
-from common.run_sync import run_sync
-from common.thread_deadline import DeadlineExceeded, call_with_deadline
 from tools.loop_watch import watched
 from tools.result import ToolResult
 from tools.schema import function_schema
+from turngym.chat.calls import bounded_json
+from turngym.common.run_sync import run_sync
+from turngym.common.thread_deadline import DeadlineExceeded, call_with_deadline
 
 # What the OpenAI and Anthropic APIs and chat templates accept as a function name.
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

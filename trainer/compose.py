@@ -153,7 +153,7 @@ def apply_compute_dtype(cfg: DictConfig, user_keys: set[str]) -> None:
 
     A ``param_dtype`` given on the command line wins; on a GPU verl's defaults stay.
     """
-    from engines.compute_dtype import CHOICES, choose_compute_dtype
+    from turngym.engines.compute_dtype import CHOICES, choose_compute_dtype
 
     requested = str(cfg.turngym.get("compute_dtype", "auto"))
     if requested not in CHOICES:
@@ -167,7 +167,7 @@ def apply_compute_dtype(cfg: DictConfig, user_keys: set[str]) -> None:
 
 def compute_dtype_line(cfg: DictConfig) -> str | None:
     """The run's start line about its compute dtype (None on a GPU)."""
-    from engines.compute_dtype import choose_compute_dtype
+    from turngym.engines.compute_dtype import choose_compute_dtype
 
     if cfg.trainer.device != "cpu":
         return None
@@ -206,7 +206,7 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError("env.id is not set; use env=<group> or env.id=<registered id>")
     for entry in entries:
         if entry["id"] not in known:
-            from common.cli_errors import did_you_mean
+            from turngym.common.cli_errors import did_you_mean
 
             hint = did_you_mean(entry["id"], known) or f"`python -m envs list` shows all {len(known)}"
             raise ConfigError(
@@ -221,7 +221,7 @@ def check_config(cfg: DictConfig) -> None:
     if int(cfg.trainer.total_training_steps) < 1:
         raise ConfigError("trainer.total_training_steps must be >= 1")
     if cfg.turngym.get("keep_optimizer", "latest") not in ("latest", "all"):
-        from common.cli_errors import did_you_mean
+        from turngym.common.cli_errors import did_you_mean
 
         hint = did_you_mean(str(cfg.turngym.keep_optimizer), ["latest", "all"])
         message = f"turngym.keep_optimizer={cfg.turngym.keep_optimizer!r}; valid choices: latest, all"
@@ -254,7 +254,7 @@ def check_verl_sizes(cfg: DictConfig, with_critic: bool = False) -> None:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from common.cli_errors import one_line
+    from turngym.common.cli_errors import one_line
 
     try:
         # Its "all checks passed" and need_critic's "Disabled critic" warning belong to the real launch.
@@ -272,7 +272,7 @@ def check_verl_sizes(cfg: DictConfig, with_critic: bool = False) -> None:
 def check_env_kwargs(cfg: DictConfig, entries: list[dict]) -> None:
     """Every env of the mixture can be built with its kwargs (``env.kwargs.*`` included); ConfigError in
     one line naming the env, the kwargs and, for a group, how to give kwargs to one env alone."""
-    from common.cli_errors import one_line
+    from turngym.common.cli_errors import one_line
 
     given = OmegaConf.to_container(cfg.env.kwargs) or {}
     for entry in entries:

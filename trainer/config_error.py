@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from common.cli_errors import UsageError
+from turngym.common.cli_errors import UsageError
 
 
 class ConfigError(UsageError, ValueError):

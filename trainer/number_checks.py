@@ -12,7 +12,7 @@
   (``turngym.curriculum.level_weights.easy=[nan,0,0]`` and ``env.kwargs.ruled_out_penalty=inf`` passed).
 
 Bounds shared with another layer are that layer's: a sampling temperature is what the model server
-accepts (``engines.engine.SAMPLING_BOUNDS``), the success threshold a reward an env may pay
+accepts (``turngym.engines.engine.SAMPLING_BOUNDS``), the success threshold a reward an env may pay
 (``envs.core.number_bounds.ENV_NUMBERS``).
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from common.number_bounds import Bound, is_number, shown_value
-from engines.engine import SAMPLING_BOUNDS
 from envs.core.number_bounds import ENV_NUMBERS
 from trainer.config_error import ConfigError
+from turngym.common.number_bounds import Bound, is_number, shown_value
+from turngym.engines.engine import SAMPLING_BOUNDS
 
 COUNT = Bound(whole=True, low=1)
 COUNT_OR_NULL = Bound(whole=True, low=1, nullable=True)

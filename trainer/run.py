@@ -7,7 +7,7 @@ Examples:
     python -m trainer.run env=guess-number model=smollm2-135m-instruct
 
 model= is a Hugging Face model directory, a model name (smollm2-135m-instruct, embedded) or gguf:<file>;
-a name or GGUF is converted once, here, into a cached directory (engines/named_models.py) that every
+a name or GGUF is converted once, here, into a cached directory (turngym/engines/named_models.py) that every
 verl worker then loads. Settings tuned for the embedded model (its warm start, budgets and learning
 rates) apply only to it; the line ``model ...: ...`` shows the settings the run uses.
 
@@ -33,7 +33,6 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from common.cli_errors import UsageError, run_cli
 from trainer.compose import (
     ConfigError,
     check_verl_sizes,
@@ -47,6 +46,7 @@ from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, joi
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
 from trainer.run_data import StagedData
 from trainer.run_lock import RunLock
+from turngym.common.cli_errors import UsageError, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_PLUGIN_MODULE = "trainer.cpu"
@@ -116,7 +116,7 @@ def resolve_model_option(cfg: DictConfig) -> str:
     Returns:
         The model as the command named it (``embedded`` when none was given), for messages.
     """
-    from engines.named_models import EMBEDDED, ModelSourceError, is_model_name, resolve_named_model
+    from turngym.engines.named_models import EMBEDDED, ModelSourceError, is_model_name, resolve_named_model
 
     given = cfg.turngym.model
     if not given:
@@ -161,7 +161,7 @@ def stage_run(cfg: DictConfig) -> StagedData:
     cfg.turngym.output_dir = str(out)
     identity = run_identity(cfg)  # as the command gave it: the embedded model is "embedded"
     if not cfg.turngym.model:
-        from engines.embedded_model import build_embedded_model
+        from turngym.engines.embedded_model import build_embedded_model
 
         cfg.turngym.model = str(build_embedded_model())
     staged = stage_datasets(cfg, env_entries(cfg), Path(tempfile.mkdtemp(prefix="turngym-data-")))

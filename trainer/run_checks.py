@@ -20,10 +20,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from common.cli_errors import UsageError, check_output_file
 from rollout.episode_kind import EpisodeKind
 from rollout.episode_row import decode_kwargs
 from trainer.compose import ConfigError, env_entries
+from turngym.common.cli_errors import UsageError, check_output_file
 
 RUN_RECORD = "run.json"
 # Files a Hugging Face model directory has; a tokenizer needs one of these.

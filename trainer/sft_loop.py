@@ -42,7 +42,7 @@ def run_sft_loop(
     """Fine-tune `base_model` on `demos` (verl's multi-turn SFT parquet); save to `dest`; return losses.
 
     The weights and the optimizer stay fp32; `compute_dtype` bf16 autocasts the forward pass (for CPUs
-    with bf16 units, engines.compute_dtype).
+    with bf16 units, turngym.engines.compute_dtype).
     """
     import torch
     from omegaconf import OmegaConf

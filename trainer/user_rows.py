@@ -22,10 +22,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from common.cli_errors import did_you_mean
 from rollout.episode_kind import EpisodeKind
 from rollout.episode_row import EpisodeRow, decode_kwargs
 from trainer.compose import ConfigError
+from turngym.common.cli_errors import did_you_mean
 
 # The values trainer/config/turngym.yaml gives the keys: anything else names the user's own rows.
 DEFAULT_FILES = {

@@ -28,8 +28,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from serving.loopback_server import free_port
 from trainer.sft_loop import MIN_LR_RATIO, WEIGHT_DECAY, run_sft_loop, sft_steps
+from turngym.serving.loopback_server import free_port
 
 DONE_MARKER = "turngym_warm_start.json"
 SFT_CONFIG_NAME = "sft_trainer_engine"
@@ -67,7 +67,7 @@ def sft_config(
 ) -> DictConfig:
     """verl's sft_trainer_engine config for this warm start (user overrides applied last).
 
-    On a CPU, `compute_dtype` (fp32 or bf16, from engines.compute_dtype) is the mixed-precision
+    On a CPU, `compute_dtype` (fp32 or bf16, from turngym.engines.compute_dtype) is the mixed-precision
     compute dtype; reductions and buffers stay fp32.
     """
     from hydra import compose, initialize_config_module

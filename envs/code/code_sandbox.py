@@ -6,8 +6,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from chat.calls.formats import write_calls
-from chat.message import system, user
 from envs.code.cases import parse_case
 from envs.code.problems import CodeProblem, bundled_problems, load_problems
 from envs.code.submission_outcome import SubmissionOutcome
@@ -15,6 +13,8 @@ from envs.core.assistant_turn import AssistantTurn
 from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
+from turngym.chat.calls.formats import write_calls
+from turngym.chat.message import system, user
 
 _CODE_BLOCK = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 

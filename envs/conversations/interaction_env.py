@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chat.message import Message, system, user
 from envs.core.assistant_turn import AssistantTurn
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
+from turngym.chat.message import Message, system, user
 
 if TYPE_CHECKING:
     from interactions import Interaction, InteractionReply

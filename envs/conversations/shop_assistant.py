@@ -8,13 +8,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chat.calls.formats import write_calls
 from envs.conversations.interaction_env import InteractionEnv
 from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
+from turngym.chat.calls.formats import write_calls
 
 if TYPE_CHECKING:
-    from chat.calls.call import ToolCall
+    from turngym.chat.calls.call import ToolCall
 
 CATALOGUE = Path(__file__).parent / "data" / "shop_catalogue.json"
 

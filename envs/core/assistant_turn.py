@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chat.calls.formats import may_hold_calls
 from envs.core.errors import InvalidAction
+from turngym.chat.calls.formats import may_hold_calls
 
 if TYPE_CHECKING:
-    from chat.calls.call import ToolCall
+    from turngym.chat.calls.call import ToolCall
 
 # C0 control characters except tab, newline and carriage return: models emit them by accident and
 # terminals choke on them, so they are dropped before an action is interpreted.
@@ -29,7 +29,7 @@ _MAX_CALL_ID_CHARS = 256
 
 @dataclass(slots=True)
 class AssistantTurn:
-    """The assistant's text plus its tool calls (`chat.calls.ToolCall`) and why any call could not be read.
+    """The assistant's text plus its tool calls (`turngym.chat.calls.ToolCall`) and why any call could not be read.
 
     It is also an action: the rollout parses each reply once and hands the env this turn, which
     `read_action` checks (types, size, control characters) but never parses again.
@@ -72,7 +72,7 @@ def read_action(
         The turn: text without control characters, the calls, and why any call could not be read.
 
     Example:
-        >>> from chat.calls import ToolCall
+        >>> from turngym.chat.calls import ToolCall
         >>> turn = read_action(AssistantTurn("ok\x07", (ToolCall("call_0", "guess", {"n": 5}),)), max_chars=100)
         >>> turn.content, turn.tool_calls[0].name
         ('ok', 'guess')
@@ -106,7 +106,7 @@ def _read_text(
     if not text.isprintable():  # isprintable() is a fast pre-check; most replies have nothing to drop
         text = _CONTROL_CHARS.sub("", text)
     if tool_call_format and may_hold_calls(text, tool_call_format) and (has_tools is None or has_tools()):
-        from chat.calls import parse_tool_calls
+        from turngym.chat.calls import parse_tool_calls
 
         parsed = parse_tool_calls(text, tool_call_format)
         return AssistantTurn(parsed.content, tuple(parsed.tool_calls), tuple(parsed.errors))
@@ -115,7 +115,7 @@ def _read_text(
 
 def _read_turn(turn: AssistantTurn, max_chars: int) -> AssistantTurn:
     """A parsed turn checked as a message's parts are checked, never parsed again."""
-    from chat.calls.call import ToolCall
+    from turngym.chat.calls.call import ToolCall
 
     content, calls = turn.content, turn.tool_calls
     if not isinstance(content, str):
@@ -210,7 +210,7 @@ def _read_message(
 
 
 def _read_call(raw: Any, index: int) -> tuple[ToolCall, int]:
-    from chat.calls.call import ToolCall
+    from turngym.chat.calls.call import ToolCall
 
     if not isinstance(raw, dict):
         raise InvalidAction(f"tool call {index} must be an object, got {type(raw).__name__}")
@@ -236,7 +236,7 @@ def _read_call(raw: Any, index: int) -> tuple[ToolCall, int]:
 
 def _argument_chars(arguments: Any, index: int, name: str) -> int:
     """The characters `arguments` (an object or a JSON string, nested within the bound) count for."""
-    from chat.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, depth_exceeds
+    from turngym.chat.calls.bounded_json import MAX_JSON_DEPTH, JSONTooDeep, check_depth, depth_exceeds
 
     if isinstance(arguments, str):
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.message import user
+from turngym.chat.message import user
 
 
 def refusal_after_end(terminated: bool, truncated: bool, turn: int | None = None):

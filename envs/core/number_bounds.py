@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from common.number_bounds import Bound
+from turngym.common.number_bounds import Bound
 
 _PENALTY = Bound(whole=False, low=0, high=100)  # subtracted: at most 100 full rewards
 _SHARE = Bound(whole=False, low=0, high=1)  # a weight, decay or shaping share of a full reward

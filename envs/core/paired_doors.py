@@ -11,7 +11,7 @@ training; one that overrides only `astep` the other way round. `pair_doors` (run
 - `areset`/`astep` run an overridden sync `reset`/`step` in a worker thread (`asyncio.to_thread`), so
   it never holds the event loop other episodes and a served env's `/health` share; one env is only
   ever used by one episode at a time, so it is never run in two threads at once;
-- `reset`/`step` run an overridden async `areset`/`astep` to completion (`common.run_sync`).
+- `reset`/`step` run an overridden async `areset`/`astep` to completion (`turngym.common.run_sync`).
 
 A class that overrides both doors of a pair is left as it is.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from common.run_sync import run_sync
+from turngym.common.run_sync import run_sync
 
 #: (sync door, async door) pairs of the env contract.
 DOORS = (("reset", "areset"), ("step", "astep"))

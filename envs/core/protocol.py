@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from chat.message import Message
+    from turngym.chat.message import Message
 
 #: What `reset`/`areset` return: the opening messages and an info dict.
 ResetResult = tuple[list["Message"], dict[str, Any]]
@@ -27,7 +27,7 @@ class EnvProtocol(Protocol):
 
     Attributes:
         max_action_chars: the longest reply `step` reads; longer ones are a format error.
-        tool_call_format: how tool calls written in reply text are read (`chat.calls` format name), or
+        tool_call_format: how tool calls written in reply text are read (`turngym.chat.calls` format name), or
             None when reply text is never read as calls. Change it with `set_tool_call_format`.
 
     Example:

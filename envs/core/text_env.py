@@ -7,9 +7,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from chat.calls.formats import get_format, may_hold_calls
-from chat.message import Message, user
-from common.run_sync import run_sync
 from envs.core.assistant_turn import AssistantTurn, read_action
 from envs.core.episode_end import refusal_after_end
 from envs.core.errors import InvalidAction, ResetNeeded
@@ -28,13 +25,16 @@ from envs.tool_layer.turn_limits import (
     DEFAULT_MAX_TOOL_TIME_S,
     checked_action_chars,
 )
+from turngym.chat.calls.formats import get_format, may_hold_calls
+from turngym.chat.message import Message, user
+from turngym.common.run_sync import run_sync
 
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from chat.calls import ToolCall
     from tools import Tool, ToolResult
     from tools.registry import ToolRegistry
+    from turngym.chat.calls import ToolCall
 
 
 class TextEnv(LazySeeding):
@@ -62,7 +62,7 @@ class TextEnv(LazySeeding):
         max_tool_time_s: Seconds of tool time one turn may use in all (None: no budget).
 
     Example:
-        >>> from chat.message import user
+        >>> from turngym.chat.message import user
         >>> from envs.core.step_result import StepResult
         >>> class Greet(TextEnv):
         ...     def _reset(self, options):
@@ -80,7 +80,7 @@ class TextEnv(LazySeeding):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
-    #: How tool calls written in the reply text are recognised (see `chat.calls`). The rollout sets it
+    #: How tool calls written in the reply text are recognised (see `turngym.chat.calls`). The rollout sets it
     #: per episode to the format its chat template writes (`set_tool_call_format`).
     tool_call_format: str | None = "hermes"
     #: What the agent is told about the expected reply when its reply cannot be used.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.message import Message
+from turngym.chat.message import Message
 
 
 def render_transcript(messages: list[Message]) -> str:
@@ -48,6 +48,6 @@ def unreadable_reply(action: Any) -> Message:
 def _arguments_text(arguments: Any) -> str:
     if arguments is None or isinstance(arguments, str):
         return arguments or ""
-    from chat.calls.jsonscan import dump  # never raises, even on hand-built deep or odd values
+    from turngym.chat.calls.jsonscan import dump  # never raises, even on hand-built deep or odd values
 
     return dump(arguments)

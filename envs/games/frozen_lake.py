@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, ClassVar
 
-from chat.message import system, user
 from envs.core.step_result import StepResult
 from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
+from turngym.chat.message import system, user
 
 Cell = tuple[int, int]
 LEGEND = "P you, _ frozen ice, O hole, G goal"

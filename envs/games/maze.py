@@ -6,11 +6,11 @@ import random
 from collections import deque
 from typing import Any
 
-from chat.message import system, user
 from envs.core.step_result import StepResult
 from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
+from turngym.chat.message import system, user
 
 Cell = tuple[int, int]
 

@@ -13,11 +13,11 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from chat.message import system, user
 from envs.core.step_result import StepResult
 from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
+from turngym.chat.message import system, user
 
 Cell = tuple[int, int]
 LEGEND = "# wall, _ floor, O target, X box, √ box on a target, P you, S you on a target"

@@ -7,10 +7,10 @@ import random
 import re
 from typing import Any, Literal
 
-from chat.message import system, user
 from envs.core.errors import InvalidAction
 from envs.core.step_result import StepResult
 from envs.games.text_game import TextGame, one_move
+from turngym.chat.message import system, user
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 EMPTY = "."

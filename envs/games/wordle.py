@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chat.message import system, user
 from envs.core.errors import InvalidAction
 from envs.core.step_result import StepResult
 from envs.games.text_game import TextGame, one_move
+from turngym.chat.message import system, user
 
 WORD_LIST = Path(__file__).parent / "data" / "wordle_words.txt"
 _LETTERS = re.compile(r"[A-Za-z]+")

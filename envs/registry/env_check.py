@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chat.calls.formats import get_format
+from turngym.chat.calls.formats import get_format
 
 STATUSES = ("PASS", "FAIL", "SKIP")
 _REPLAY_TURNS = 20

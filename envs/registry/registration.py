@@ -12,11 +12,11 @@ from typing import Any
 import gymnasium
 from gymnasium.envs.registration import WrapperSpec
 
-from common.registration import Registry, check_entry_point, load_entry_point
 from envs.core.errors import UnknownEnvError
 from envs.core.number_bounds import env_number_problem
 from envs.core.protocol import conforms
 from envs.wrappers import EpisodeLimits
+from turngym.common.registration import Registry, check_entry_point, load_entry_point
 
 GYM_NAMESPACE = "turngym"
 # `name-vN`: lowercase, mirrored into Gymnasium as `turngym/name-vN`.

@@ -17,12 +17,12 @@ import json
 import re
 from typing import Any
 
-from chat.message import Message, system, user
 from envs.core.errors import InvalidOptions
 from envs.core.number_bounds import check_env_numbers, check_reward
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
 from envs.remote.wire import RemoteEnvError
+from turngym.chat.message import Message, system, user
 
 _FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
 #: Fields of every OpenEnv action, and of every observation (whose reward and done travel beside it).

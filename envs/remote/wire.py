@@ -9,8 +9,8 @@ import json
 import re
 from typing import Any
 
-from chat.calls.call import ToolCall
 from envs.core.assistant_turn import AssistantTurn
+from turngym.chat.calls.call import ToolCall
 
 #: Version of the session protocol, in every route (`/v1/...`).
 PROTOCOL = "v1"
@@ -64,7 +64,7 @@ def encode_action(action: Any) -> dict[str, Any]:
         The body: `{"action": ...}`, or `{"action": None, "action_type": name}`.
 
     Example:
-        >>> from chat.calls import ToolCall
+        >>> from turngym.chat.calls import ToolCall
         >>> from envs.core.assistant_turn import AssistantTurn
         >>> body = encode_action(AssistantTurn("hi", (ToolCall("call_0", "guess", {"n": 5}),), ("block 2: bad",)))
         >>> body["action"]["tool_calls"][0]["function"], body["action"]["call_errors"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from chat.calls.formats import write_calls
-from chat.message import system, user
 from envs.code.submission_outcome import SubmissionOutcome
 from envs.core.assistant_turn import AssistantTurn
 from envs.core.number_bounds import check_env_numbers
@@ -16,6 +14,8 @@ from envs.repo_fix.catalogue import template_source
 from envs.repo_fix.generator import DIFFICULTIES, RepoTask, generate
 from envs.repo_fix.repo_files import MAX_FILE_CHARS, RepoError, RepoFiles
 from envs.repo_fix.repo_grader import REPO_DIR, grade_repository, sandbox_files
+from turngym.chat.calls.formats import write_calls
+from turngym.chat.message import system, user
 
 _FAILED_TEST = re.compile(r"^FAIL (tests/\S+::\w+)$", re.MULTILINE)
 TEST_COMMAND = "python3 run_tests.py"

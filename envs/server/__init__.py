@@ -8,7 +8,7 @@
 
 The server sits above `envs.make` (it makes every env it serves); the clients (`envs.remote`) sit below
 it, and the two share only the wire (`envs.remote.wire`). The HTTP layer (gate, body limits, token,
-error shape, CLI options) is the one every turngym server uses (`serving`). HTTP libraries load only
+error shape, CLI options) is the one every turngym server uses (`turngym.serving`). HTTP libraries load only
 when a server is made or run.
 """
 
@@ -18,8 +18,8 @@ import argparse
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `serve` subcommand's options: the shared server options (`serving`) and the env ones."""
-    from serving import add_server_args
+    """The `serve` subcommand's options: the shared server options (`turngym.serving`) and the env ones."""
+    from turngym.serving import add_server_args
 
     add_server_args(parser, port=8000, token_env="TURNGYM_ENV_TOKEN", max_concurrency=64, what="env calls")
     parser.add_argument("--max-sessions", type=int, default=256, help="open sessions at most (503 beyond)")

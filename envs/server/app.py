@@ -26,7 +26,7 @@ idle for `idle_timeout_s` is closed (later calls get 410 `session_expired`); two
 session get 409 `session_busy`; a request body not received within `body_timeout_s` gets 408. Env calls
 that block (make, reset, close, the expert) run in worker threads; `step` awaits the env's `astep`, as the
 rollout does. The gate, the body limits, the token and the error shape are the shared serving layer's
-(`serving`); this module holds the sessions and one handler per route.
+(`turngym.serving`); this module holds the sessions and one handler per route.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import envs
-from common.cli_errors import ArgumentParser, UsageError, run_cli
 from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.core.protocol import EnvProtocol
 from envs.registry.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.remote.wire import decode_action, to_json
-from serving import (
+from turngym.common.cli_errors import ArgumentParser, UsageError, run_cli
+from turngym.serving import (
     AdmissionGate,
     RequestError,
     json_response,

@@ -117,7 +117,7 @@ class SessionRouting:
         from starlette.requests import Request
 
         from envs.remote.wire import to_json
-        from serving import RequestError, check_token, json_response, read_body
+        from turngym.serving import RequestError, check_token, json_response, read_body
 
         request = Request(scope, receive)
         try:

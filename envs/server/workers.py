@@ -28,8 +28,8 @@ import tempfile
 import time
 from typing import Any
 
-from common.cli_errors import UsageError
 from envs.server.worker import worker_of
+from turngym.common.cli_errors import UsageError
 
 _REQUEST_LINE = re.compile(rb"^[A-Z]{3,8} (\S+) HTTP/1\.[01]\r?\n")
 _PEEK_BYTES = 4096
@@ -45,7 +45,7 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
     """
     from envs.server.app import sessions_per_client
     from envs.server.operator_config import OperatorConfigError, operator_kwargs
-    from serving import server_settings
+    from turngym.serving import server_settings
 
     if not 1 <= args.workers <= 256:
         raise UsageError(f"--workers {args.workers}: give a number of processes from 1 to 256")

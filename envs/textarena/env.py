@@ -9,7 +9,6 @@ import re
 from collections.abc import Generator
 from typing import Any
 
-from chat.message import Message, system, user
 from envs.core.assistant_turn import AssistantTurn
 from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
@@ -21,6 +20,7 @@ from envs.textarena.exclusions import NO_RANDOM_OPENING
 from envs.textarena.legal_moves import legal_moves
 from envs.textarena.opponent import POLICY_OPPONENT, Opponent, resolve_opponent
 from envs.textarena.tactics import tactical_moves
+from turngym.chat.message import Message, system, user
 
 # TextArena ends a game when a player makes one more refused move in a row than `error_allowance`. The
 # agent plays under the game's own allowance; a reply with nothing the game could read runs under this one

@@ -11,7 +11,6 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from common.run_sync import run_sync
 from envs.tool_layer.tool_turn import run_tool_turn
 from envs.tool_layer.turn_limits import (
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
@@ -19,6 +18,7 @@ from envs.tool_layer.turn_limits import (
     checked_tool_calls,
     checked_tool_time,
 )
+from turngym.common.run_sync import run_sync
 
 if TYPE_CHECKING:
     from envs.core.assistant_turn import AssistantTurn

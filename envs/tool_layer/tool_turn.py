@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from chat.message import Message, tool_result, user
 from envs.core.step_result import StepResult
+from turngym.chat.message import Message, tool_result, user
 
 if TYPE_CHECKING:
-    from chat.calls import ToolCall
     from envs.core.assistant_turn import AssistantTurn
     from tools import Tool, ToolResult
     from tools.registry import ToolRegistry
+    from turngym.chat.calls import ToolCall
 
 
 class ToolTurnHost(Protocol):

@@ -7,15 +7,15 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chat.calls.formats import write_calls
-from chat.message import system, user
 from envs.core.assistant_turn import AssistantTurn
 from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
+from turngym.chat.calls.formats import write_calls
+from turngym.chat.message import system, user
 
 if TYPE_CHECKING:
-    from chat.calls.call import ToolCall
+    from turngym.chat.calls.call import ToolCall
 
 _MARKED = re.compile(r"(?:final\s+answer|answer)\s*[:=]\s*([^\n]+)", re.IGNORECASE)
 

@@ -1,13 +1,13 @@
-"""Moved to `engines.embedded_model` (issue 35: the engines and named models have their own package).
+"""Moved to `turngym.engines.embedded_model` (issue 35: the engines and named models have their own package).
 
-This path keeps working and warns once per process; import from `engines.embedded_model` instead.
-`python -m rollout.embedded_model` still runs; the command is now `python -m engines.embedded_model`.
+This path keeps working and warns once per process; import from `turngym.engines.embedded_model` instead.
+`python -m rollout.embedded_model` still runs; the command is now `python -m turngym.engines.embedded_model`.
 Its submodules (`model`, `tokenizer`, `corpus`, `chat_templates`) moved without a shim.
 """
 
 import warnings
 
-from engines.embedded_model import (
+from turngym.engines.embedded_model import (
     CHAT_TEMPLATES,
     MODEL_CONFIG,
     SPECIAL_TOKENS,
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 warnings.warn(
-    "rollout.embedded_model moved to engines.embedded_model; import from there",
+    "rollout.embedded_model moved to turngym.engines.embedded_model; import from there",
     DeprecationWarning,
     stacklevel=2,
 )

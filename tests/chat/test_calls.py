@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chat.calls import ToolCall, format_tool_calls, get_format, list_formats, parse_tool_calls
-from chat.calls.formats import guess_format, may_hold_calls, write_calls
+from turngym.chat.calls import ToolCall, format_tool_calls, get_format, list_formats, parse_tool_calls
+from turngym.chat.calls.formats import guess_format, may_hold_calls, write_calls
 
 json_scalars = (
     st.none()
@@ -204,7 +204,7 @@ def test_deep_nesting_is_reported_not_raised(fmt, args_text):
 
 @pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
 def test_nesting_up_to_the_limit_is_accepted(fmt):
-    from chat.calls.bounded_json import MAX_JSON_DEPTH
+    from turngym.chat.calls.bounded_json import MAX_JSON_DEPTH
 
     wrapper_levels = 2 if fmt == "mistral" else 1  # mistral's list plus the call object
     depth = MAX_JSON_DEPTH - wrapper_levels + 1
@@ -232,7 +232,7 @@ def test_mistral_v11_deep_arguments_are_reported():
 
 
 def test_check_depth_skips_escaped_quotes_and_stops_at_the_value_end():
-    from chat.calls.bounded_json import JSONTooDeep, check_depth
+    from turngym.chat.calls.bounded_json import JSONTooDeep, check_depth
 
     check_depth('{"a": "\\"[[[[", "b": []}' + "[" * 1000)  # the value ends before the brackets
     with pytest.raises(JSONTooDeep) as err:
@@ -242,8 +242,8 @@ def test_check_depth_skips_escaped_quotes_and_stops_at_the_value_end():
 
 
 def test_bounded_helpers_never_raise_on_deep_python_values():
-    from chat.calls.bounded_json import depth_exceeds, loads
-    from chat.calls.jsonscan import dump
+    from turngym.chat.calls.bounded_json import depth_exceeds, loads
+    from turngym.chat.calls.jsonscan import dump
 
     value: dict = {}
     for _ in range(100_000):
@@ -258,7 +258,7 @@ def test_bounded_helpers_never_raise_on_deep_python_values():
     assert call.arguments == "[" * 100_000  # kept raw: the tool reports it as not an object
 
 
-# ----- one tool-call concept: envs read and record calls as chat.calls does -----------------------
+# ----- one tool-call concept: envs read and record calls as turngym.chat.calls does -----------------------
 
 
 @pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])

@@ -9,14 +9,14 @@ def _run(tmp_path, code: str) -> subprocess.CompletedProcess:
     pkg = tmp_path / "demo_pkg"
     (pkg / "core").mkdir(parents=True)
     (pkg / "__init__.py").write_text(
-        "from common.moved_modules import keep_old_paths\n"
+        "from turngym.common.moved_modules import keep_old_paths\n"
         "keep_old_paths({'demo_pkg.thing': 'demo_pkg.core.thing'})\n"
     )
     (pkg / "core" / "__init__.py").write_text("")
     (pkg / "core" / "thing.py").write_text("class Thing:\n    pass\n")
-    import common
+    from turngym import common
 
-    root = str(__import__("pathlib").Path(common.__file__).resolve().parents[1])
+    root = str(__import__("pathlib").Path(common.__file__).resolve().parents[2])
     return subprocess.run(
         [sys.executable, "-W", "always::DeprecationWarning", "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -54,7 +54,7 @@ def test_an_unknown_path_is_still_an_import_error(tmp_path):
 
 
 def test_the_hook_is_installed_once_per_table():
-    from common.moved_modules import MovedModules, all_moves, keep_old_paths
+    from turngym.common.moved_modules import MovedModules, all_moves, keep_old_paths
 
     before = sum(isinstance(f, MovedModules) for f in sys.meta_path)
     hook = keep_old_paths({"x_demo_old": "x_demo_new"})
@@ -73,12 +73,12 @@ def test_a_submodule_of_an_old_package_path_is_the_new_submodule(tmp_path):
     (pkg / "core" / "inner" / "__init__.py").write_text("")
     (pkg / "core" / "inner" / "leaf.py").write_text("X = object()\n")
     (pkg / "__init__.py").write_text(
-        "from common.moved_modules import keep_old_paths\n"
+        "from turngym.common.moved_modules import keep_old_paths\n"
         "keep_old_paths({'demo_pkg.inner': 'demo_pkg.core.inner'})\n"
     )
-    import common
+    from turngym import common
 
-    root = str(__import__("pathlib").Path(common.__file__).resolve().parents[1])
+    root = str(__import__("pathlib").Path(common.__file__).resolve().parents[2])
     code = (
         "import demo_pkg.inner.leaf as old, demo_pkg.core.inner.leaf as new\n"
         "assert old is new, (old, new)\n"

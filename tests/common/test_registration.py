@@ -1,4 +1,4 @@
-"""common.registration: the one `Registry` and `load_entry_point` every registry and loader uses."""
+"""turngym.common.registration: the one `Registry` and `load_entry_point` every registry and loader uses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from common.registration import EntryPointError, EntrySpec, Registry, load_entry_point
+from turngym.common.registration import EntryPointError, EntrySpec, Registry, load_entry_point
 
 
 def test_register_spec_list_make():
@@ -76,16 +76,16 @@ def test_load_entry_point_rules():
 
 
 def test_every_registry_is_one_registry():
-    import chat.calls.formats
     import envs.registry.registration
     import interactions.registry
     import tools.builtin
+    import turngym.chat.calls.formats
 
     for reg in (
         envs.registry.registration._REGISTRY,
         interactions.registry._REGISTRY,
         tools.builtin.BUILTINS,
-        chat.calls.formats._FORMATS,
+        turngym.chat.calls.formats._FORMATS,
     ):
         assert isinstance(reg, Registry)
 
@@ -93,8 +93,8 @@ def test_every_registry_is_one_registry():
 def test_public_registry_functions_keep_working():
     import envs
     import interactions
-    from chat.calls import get_format, list_formats
     from tools import get_builtin, list_builtins
+    from turngym.chat.calls import get_format, list_formats
 
     assert envs.spec("guess-number-v0").load() is envs.spec("guess-number-v0").load()
     assert interactions.make("answer-feedback").name == "answer-feedback"
@@ -106,7 +106,7 @@ def test_public_registry_functions_keep_working():
 
 def test_import_tools_is_light_and_the_tool_decorator_survives_its_submodule():
     code = (
-        "import sys, tools, common.registration\n"
+        "import sys, tools, turngym.common.registration\n"
         "light = not {'pydantic', 'yaml'} & set(sys.modules)\n"
         "import tools.tool\n"
         "from tools import tool, Tool\n"

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from common.run_sync import run_sync
+from turngym.common.run_sync import run_sync
 
 
 def _leaves_a_thread_behind(done: threading.Event):

@@ -7,7 +7,7 @@ import random
 import threading
 import time
 
-from common.thread_deadline import DeadlineExceeded, _active, call_with_deadline
+from turngym.common.thread_deadline import DeadlineExceeded, _active, call_with_deadline
 
 
 def _spin(seconds: float) -> str:

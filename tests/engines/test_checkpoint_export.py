@@ -1,4 +1,4 @@
-"""engines.checkpoint_export: every path a run leaves resolves to its actor; exports are cached.
+"""turngym.engines.checkpoint_export: every path a run leaves resolves to its actor; exports are cached.
 
 The merge itself is verl's model merger on a real FSDP checkpoint; the end-to-end training test's
 run folder exercises it (tests/trainer), and here the layout rules and the cache are checked.
@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from engines.checkpoint_export import (
+from turngym.engines.checkpoint_export import (
     COMPLETE,
     EXPORT_DIR,
     CheckpointError,

@@ -1,7 +1,7 @@
 """A checkpoint folder from elsewhere never runs code: its shards load as tensors only.
 
 The attack: a folder with `model_world_size_1_rank_0.pt` whose pickle calls `exec` at load time, handed
-to `rollout.eval model=<folder>` or `engines.serve --model-path <folder>`. verl's merger loads shards
+to `rollout.eval model=<folder>` or `turngym.engines.serve --model-path <folder>`. verl's merger loads shards
 with `torch.load(weights_only=False)`, so the pickle ran and wrote a marker file.
 """
 
@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from engines.checkpoint_export import CheckpointError, is_hf_model_dir, resolve_model
-from serving.loopback_server import free_port
+from turngym.engines.checkpoint_export import CheckpointError, is_hf_model_dir, resolve_model
+from turngym.serving.loopback_server import free_port
 
 EVIL = r"""
 import sys, torch
@@ -84,8 +84,8 @@ def test_a_real_fsdp_shard_still_exports_with_tensors_only(tmp_path, model_path)
 
 
 def test_both_clis_refuse_the_crafted_folder_in_one_line(tmp_path, model_path, capsys):
-    from engines import serve
     from rollout import eval as rollout_eval
+    from turngym.engines import serve
 
     marker = tmp_path / "marker"
     _actor(tmp_path, model_path, EVIL, str(marker))

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from engines.compute_dtype import (
+from trainer.compose import ACTOR_PARAM_DTYPE, compose_config, compute_dtype_line
+from trainer.config_error import ConfigError
+from turngym.engines.compute_dtype import (
     BF16_MIN_SPEEDUP,
     MatmulRates,
     choose_compute_dtype,
     dtype_for,
     measure_matmul_rates,
 )
-from trainer.compose import ACTOR_PARAM_DTYPE, compose_config, compute_dtype_line
-from trainer.config_error import ConfigError
 
 
 def test_the_probe_measures_both_dtypes_on_this_cpu_and_auto_follows_it():

@@ -5,7 +5,7 @@ import multiprocessing as mp
 
 import pytest
 
-from engines.embedded_model import CHAT_TEMPLATES, STOP_TOKENS, build_embedded_model
+from turngym.engines.embedded_model import CHAT_TEMPLATES, STOP_TOKENS, build_embedded_model
 
 TOOLS = [
     {
@@ -102,7 +102,7 @@ def test_concurrent_builders_agree(tmp_path):
 
 
 def test_cache_dir_changes_with_the_corpus(monkeypatch):
-    from engines.embedded_model import model
+    from turngym.engines.embedded_model import model
 
     before = model._version_hash("chatml")
     monkeypatch.setattr(model, "corpus_digest", lambda: "another corpus")
@@ -112,7 +112,7 @@ def test_cache_dir_changes_with_the_corpus(monkeypatch):
 def test_templates_ship_as_package_data():
     from importlib.resources import files
 
-    folder = files("engines.embedded_model").joinpath("templates")
+    folder = files("turngym.engines.embedded_model").joinpath("templates")
     assert {f"{name}.jinja" for name in CHAT_TEMPLATES} <= {p.name for p in folder.iterdir()}
 
 

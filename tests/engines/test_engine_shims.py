@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The engine paths that are also commands keep a file each; the rest are aliases (tests/test_moved_paths.py).
 MOVED = {
-    "rollout.named_models": "engines.named_models",
-    "rollout.embedded_model": "engines.embedded_model",
-    "rollout.serve": "engines.serve",
+    "rollout.named_models": "turngym.engines.named_models",
+    "rollout.embedded_model": "turngym.engines.embedded_model",
+    "rollout.serve": "turngym.engines.serve",
 }
 
 
@@ -62,8 +62,8 @@ def test_every_public_name_of_a_moved_module_is_in_its_shim(old: str, new: str):
 
 
 def test_rollout_still_exports_the_engines():
-    import engines
     import rollout
+    from turngym import engines
 
     for name in ("Engine", "EngineError", "Generation", "SamplingParams", "HFEngine", "SGLangEngine"):
         assert getattr(rollout, name) is getattr(engines, name)

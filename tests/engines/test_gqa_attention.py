@@ -1,9 +1,9 @@
-"""engines.gqa_attention: the same logits as transformers' sdpa on left-padded prefill and cached decode."""
+"""turngym.engines.gqa_attention: the same logits as transformers' sdpa on left-padded prefill and cached decode."""
 
 import torch
 from transformers import AutoModelForCausalLM
 
-from engines.gqa_attention import NAME, use_gqa_attention
+from turngym.engines.gqa_attention import NAME, use_gqa_attention
 
 
 def _padded_batch(vocab: int):

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 import torch
 
-from engines.engine import EngineRequestError, SamplingParams
+from turngym.engines.engine import EngineRequestError, SamplingParams
 
 
 def _prompt(tokenizer, text="Guess a number between 1 and 20."):
@@ -167,7 +167,7 @@ def test_requests_arriving_mid_decode_join_the_running_batch(hf_engine, tokenize
 
 
 def test_load_weights_replaces_the_weights_in_place(model_path, tokenizer):
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     engine = HFEngine(model_path)
     prompt = _prompt(tokenizer)
@@ -191,7 +191,7 @@ def test_load_weights_replaces_the_weights_in_place(model_path, tokenizer):
 def test_mixed_lengths_prefill_in_groups_and_match_generate_greedy(model_path, tokenizer):
     """A multi-turn mix (prompts of 10 to ~200 tokens, own budgets): grouped prefills, the same greedy
     tokens as transformers' `generate` on each prompt alone, and the same as one padded prefill."""
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     grouped = HFEngine(model_path)
     padded = HFEngine(grouped.model, grouped.tokenizer, max_prefill_padding=float("inf"))
@@ -272,7 +272,7 @@ def _turns(engine, prompts, follow_ups, temperature=0.0, max_tokens=6):
 def test_next_turn_reuses_the_prefix_and_matches_a_whole_prefill(model_path, tokenizer):
     """The second turn of each episode prefills only what was added: same greedy tokens and logprobs
     (within float tolerance) as an engine without the cache, and as the model on the whole sequence."""
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     cached = HFEngine(model_path, seed=0)
     plain = HFEngine(cached.model, cached.tokenizer, prefix_cache_tokens=0)
@@ -293,7 +293,7 @@ def test_next_turn_reuses_the_prefix_and_matches_a_whole_prefill(model_path, tok
 
 def test_sampled_turns_with_the_prefix_cache_have_exact_logprobs(model_path, tokenizer):
     """Sampled second turns mixed with requests that miss the cache, in one admission."""
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     engine = HFEngine(model_path, seed=0)
     base = _prompt(tokenizer, "Guess a number between 1 and 20. " * 4)
@@ -319,7 +319,7 @@ def test_sampled_turns_with_the_prefix_cache_have_exact_logprobs(model_path, tok
 
 
 def test_a_weight_load_clears_the_prefix_cache(model_path, tokenizer):
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     engine = HFEngine(model_path, seed=0)
     _turns(engine, [_prompt(tokenizer)], [[5, 6]])
@@ -330,7 +330,7 @@ def test_a_weight_load_clears_the_prefix_cache(model_path, tokenizer):
 
 
 def test_prefix_cache_keeps_its_token_cap_and_takes_the_longest_prefix():
-    from engines.prefix_cache import PrefixCache
+    from turngym.engines.prefix_cache import PrefixCache
 
     cache = PrefixCache(max_tokens=10)
     cache.store([1, 2], ["k"], ["v"])

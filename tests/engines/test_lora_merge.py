@@ -4,8 +4,8 @@ import shutil
 
 import torch
 
-from engines.embedded_model import build_embedded_model
-from engines.lora_merge import ADAPTER_DIR, MERGED_ADAPTER_DIR, merge_lora_adapter
+from turngym.engines.embedded_model import build_embedded_model
+from turngym.engines.lora_merge import ADAPTER_DIR, MERGED_ADAPTER_DIR, merge_lora_adapter
 
 
 def test_the_adapter_is_folded_into_the_weights(tmp_path):

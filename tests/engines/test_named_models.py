@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.named_models import (
+from turngym.engines.named_models import (
     CONVERSION_FORMAT,
     NAMED_MODELS,
     RECORD,
@@ -360,8 +360,8 @@ def test_eval_runs_the_real_model_by_name(capsys):
 def test_hf_engine_takes_a_name_so_llm_users_and_opponents_do(tiny_gguf, cache):
     import asyncio
 
-    from engines.hf_engine import HFEngine
     from rollout.engine_opponent import EngineOpponent
+    from turngym.engines.hf_engine import HFEngine
 
     engine = HFEngine(f"gguf:{tiny_gguf}")
     assert Path(engine.name).parent == cache and 2 in engine.eos_token_ids
@@ -371,7 +371,7 @@ def test_hf_engine_takes_a_name_so_llm_users_and_opponents_do(tiny_gguf, cache):
 
 
 def test_serve_refuses_a_bad_model_in_one_line(capsys):
-    from engines import serve
+    from turngym.engines import serve
 
     assert serve.main(["--model-path", "gguf:/nonexistent/m.gguf", "--port", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

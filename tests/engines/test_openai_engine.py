@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import envs
-from engines.engine import EngineRequestError
-from engines.openai_engine import TEXT_ONLY_NOTE, OpenAIEngine
+from turngym.engines.engine import EngineRequestError
+from turngym.engines.openai_engine import TEXT_ONLY_NOTE, OpenAIEngine
 
 
 class ChatServer:

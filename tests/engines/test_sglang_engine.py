@@ -1,12 +1,12 @@
-"""SGLangEngine against `python -m engines.serve` on loopback: field names, logprobs, errors, retries."""
+"""SGLangEngine against `python -m turngym.engines.serve` on loopback: field names, logprobs, errors, retries."""
 
 import asyncio
 
 import httpx
 import pytest
 
-from engines.engine import EngineError, EngineRequestError
-from engines.sglang_engine import SGLangEngine, to_sglang_sampling
+from turngym.engines.engine import EngineError, EngineRequestError
+from turngym.engines.sglang_engine import SGLangEngine, to_sglang_sampling
 
 
 def _prompt(tokenizer):
@@ -138,14 +138,14 @@ def test_errors_have_the_shared_shape(served_url, tokenizer):
 
 
 def test_token_and_gate_on_the_model_server(model_path, tokenizer):
-    """engines.serve's app with a token and one generation at a time, none waiting, on a real uvicorn."""
+    """turngym.engines.serve's app with a token and one generation at a time, none waiting, on a real uvicorn."""
     import threading
 
     import uvicorn
 
-    from engines.hf_engine import HFEngine
-    from engines.serve import create_app
-    from serving.loopback_server import free_port
+    from turngym.engines.hf_engine import HFEngine
+    from turngym.engines.serve import create_app
+    from turngym.serving.loopback_server import free_port
 
     app = create_app(HFEngine(model_path, seed=0), token="s3cret", max_concurrency=1, max_queue=0)
     gate = app.state.server.gate

@@ -218,8 +218,8 @@ def test_sandbox_option_validation():
 @pytest.mark.slow
 def test_fusion_sandbox_when_configured():
     """The same env graded through a SandboxFusion-compatible server on loopback."""
-    from serving.loopback_server import stop_server
     from tools.sandbox.serve import spawn_server
+    from turngym.serving.loopback_server import stop_server
 
     url, server = spawn_server()
     try:

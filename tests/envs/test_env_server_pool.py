@@ -22,7 +22,7 @@ import envs
 from envs.remote import RemoteEnvError
 from envs.remote.pool import EnvServerPool
 from envs.remote.pooled_env import PooledRemoteEnv
-from serving.loopback_server import free_port, spawn_server, stop_server
+from turngym.serving.loopback_server import free_port, spawn_server, stop_server
 
 ENV_ID = "guess-number-v0"
 

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 import envs
-from chat.calls import ToolCall
-from chat.message import user
 from envs.core.assistant_turn import AssistantTurn
 from envs.core.errors import ResetNeeded
 from envs.core.step_result import StepResult
@@ -20,6 +18,8 @@ from envs.core.text_env import TextEnv
 from envs.tool_layer.env_tools import EnvTools
 from envs.wrappers import MaxTurns
 from tools import tool
+from turngym.chat.calls import ToolCall
+from turngym.chat.message import user
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -34,6 +34,11 @@ def test_plain_text_episodes_touch_no_tool_machinery():
         "    assert env.unwrapped.env_tools._registry is None and env.unwrapped._generator is None\n"
         "del env"  # back at the top level, where `_modules_after` appends its print
     )
-    parsers = ["chat.calls.hermes", "chat.calls.llama3", "chat.calls.mistral", "chat.calls.jsonscan"]
+    parsers = [
+        "turngym.chat.calls.hermes",
+        "turngym.chat.calls.llama3",
+        "turngym.chat.calls.mistral",
+        "turngym.chat.calls.jsonscan",
+    ]
     assert not [m for m in ["pydantic", "tools.registry", *parsers] if m in loaded]
-    assert "chat.calls.formats" in loaded
+    assert "turngym.chat.calls.formats" in loaded

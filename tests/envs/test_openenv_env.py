@@ -16,7 +16,7 @@ import pytest
 
 import envs
 from envs.remote import RemoteEnvError
-from serving.loopback_server import free_port, spawn_server, stop_server
+from turngym.serving.loopback_server import free_port, spawn_server, stop_server
 
 pytest.importorskip("websockets")
 pytest.importorskip("uvicorn")
@@ -247,9 +247,9 @@ def test_the_rollout_collects_episodes_from_an_openenv_server(server):
     pytest.importorskip("transformers")
     from transformers import AutoTokenizer
 
-    from engines.embedded_model import build_embedded_model
     from rollout.collection import collect
     from rollout.scripted_engine import ScriptedEngine
+    from turngym.engines.embedded_model import build_embedded_model
 
     tokenizer = AutoTokenizer.from_pretrained(build_embedded_model())
     engine = ScriptedEngine(tokenizer, lambda turn, rng: str(rng.randint(1, 20)))

@@ -8,11 +8,11 @@ import httpx
 import pytest
 
 import envs
-from chat.calls import ToolCall, write_calls
 from envs.core.assistant_turn import MAX_CALL_ERROR_CHARS, MAX_CALL_ERRORS, AssistantTurn, read_action
 from envs.core.errors import InvalidAction
 from envs.remote.wire import decode_action, encode_action
-from serving.loopback_server import spawn_server, stop_server
+from turngym.chat.calls import ToolCall, write_calls
+from turngym.serving.loopback_server import spawn_server, stop_server
 
 GUESS = ToolCall("call_0", "guess", {"number": 50})
 GUESS_TURN = AssistantTurn("", (GUESS,))

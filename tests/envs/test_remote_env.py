@@ -18,7 +18,7 @@ import pytest
 import envs
 from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.remote import RemoteEnvError
-from serving.loopback_server import free_port, spawn_server, stop_server
+from turngym.serving.loopback_server import free_port, spawn_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL_IDS = [s.id for s in envs.list_envs()]

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import envs
-from serving.loopback_server import spawn_server, stop_server
+from turngym.serving.loopback_server import spawn_server, stop_server
 
 
 @pytest.fixture(scope="module")

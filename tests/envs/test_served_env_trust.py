@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import envs
-from serving.loopback_server import ROOT, free_port, spawn_server, stop_server, trickled_request
+from turngym.serving.loopback_server import ROOT, free_port, spawn_server, stop_server, trickled_request
 
 SHELL_YAML = "tools:\n  - entry: subprocess:getoutput\n"
 # (env id, kwargs): what a client tried, each one a key only the operator may set.

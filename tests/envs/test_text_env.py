@@ -430,7 +430,7 @@ def test_tool_call_format_follows_what_it_is_set_to():
 
 
 def test_transcript_records_tool_calls_as_tools_calls_writes_them():
-    from chat.calls import ToolCall, parse_tool_calls
+    from turngym.chat.calls import ToolCall, parse_tool_calls
 
     assert envs.ToolCallRequest is ToolCall
     text = '<tool_call>\n{"name": "guess", "arguments": {"number": 50}}\n</tool_call>'

@@ -359,7 +359,7 @@ def test_episode_random_owns_its_draws_and_restores_the_modules():
 
 
 def test_a_served_textarena_game_plays_exactly_like_the_local_one():
-    from serving.loopback_server import spawn_server, stop_server
+    from turngym.serving.loopback_server import spawn_server, stop_server
 
     url, proc = spawn_server(["-m", "envs", "serve"])
     try:

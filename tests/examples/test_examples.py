@@ -62,8 +62,8 @@ def test_evaluate_example_runs_a_runs_envs_from_its_folder(tmp_path, capsys):
     import sys
     from pathlib import Path
 
-    from engines.checkpoint_export import COMPLETE, export_stamp, export_target
-    from engines.embedded_model import build_embedded_model
+    from turngym.engines.checkpoint_export import COMPLETE, export_stamp, export_target
+    from turngym.engines.embedded_model import build_embedded_model
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
     try:

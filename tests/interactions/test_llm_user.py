@@ -29,8 +29,8 @@ def test_engine_must_have_generate():
 
 @pytest.fixture(scope="module")
 def tiny():
-    from engines.embedded_model import build_embedded_model
-    from engines.hf_engine import HFEngine
+    from turngym.engines.embedded_model import build_embedded_model
+    from turngym.engines.hf_engine import HFEngine
 
     path = build_embedded_model()
     return path, HFEngine(str(path), max_batch_size=4, default_max_new_tokens=16)

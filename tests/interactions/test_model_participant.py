@@ -2,12 +2,12 @@
 
 import pytest
 
-from chat import user
-from common.run_sync import run_sync
-from engines.engine import EngineError, Generation
 from interactions.llm_user import LLMUser
 from interactions.model_participant import ModelParticipant
 from rollout.engine_opponent import EngineOpponent
+from turngym.chat import user
+from turngym.common.run_sync import run_sync
+from turngym.engines.engine import EngineError, Generation
 
 
 class Recording:

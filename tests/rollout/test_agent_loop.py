@@ -59,7 +59,7 @@ def test_verl_agent_loop_worker_runs_turngym_rows(model_path):
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     cfg_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     with initialize_config_dir(config_dir=cfg_dir, version_base=None):

@@ -29,7 +29,7 @@ MACRO = "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% end
 CHILD = r"""
 import json, sys, time
 from transformers import AutoTokenizer
-from chat.format import ChatFormat, TemplateError
+from turngym.chat.format import ChatFormat, TemplateError
 
 tok = AutoTokenizer.from_pretrained(sys.argv[1])
 tok.chat_template = sys.argv[2]
@@ -63,7 +63,7 @@ def test_a_hostile_template_is_refused_in_one_line_within_its_bound(template, mo
 
 
 def test_the_real_template_renders_as_before_under_the_bound(tokenizer):
-    from chat.format import ChatFormat
+    from turngym.chat.format import ChatFormat
 
     fmt = ChatFormat(tokenizer, render_timeout_s=2.0)
     messages = [{"role": "user", "content": "hello " * 500}]

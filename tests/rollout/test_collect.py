@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
-from engines.engine import EngineError
 from rollout.collection import collect, summarize
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
+from turngym.engines.engine import EngineError
 
 
 def guess_call(n):
@@ -180,8 +180,8 @@ def test_from_rollout_import_collect_is_the_function_after_the_module_loaded():
 def test_engine_parameters_are_typed_with_the_engine_protocol(tokenizer):
     import inspect
 
-    from engines.engine import Engine
     from rollout import collection, episode
+    from turngym.engines.engine import Engine
 
     for fn in (collection.collect, collection.acollect, episode.run_episode, episode.context_window):
         assert inspect.signature(fn).parameters["engine"].annotation == "Engine", fn.__name__
@@ -229,8 +229,8 @@ def test_small_context_ends_as_overflow_with_tokens_kept(model_path, tokenizer):
     """A model with a 512-token context and the default budget (2048): episodes end as overflow, not failed."""
     from transformers import AutoModelForCausalLM
 
-    from engines.hf_engine import HFEngine
     from rollout.episode import context_window
+    from turngym.engines.hf_engine import HFEngine
 
     model = AutoModelForCausalLM.from_pretrained(model_path, max_position_embeddings=512)
     engine = HFEngine(model, tokenizer=tokenizer, seed=0)

@@ -6,7 +6,6 @@ import re
 import pytest
 
 import envs
-from engines.engine import EngineError, EngineRequestError
 from envs.textarena.env import OPPONENT_ERRORS
 from rollout.collection import collect
 from rollout.engine_opponent import (
@@ -17,6 +16,7 @@ from rollout.engine_opponent import (
 )
 from rollout.episode import EpisodeConfig, run_episode, with_policy_as_opponent
 from rollout.scripted_engine import ScriptedEngine
+from turngym.engines.engine import EngineError, EngineRequestError
 
 GAME = "textarena/TicTacToe-v0"
 
@@ -74,7 +74,7 @@ def test_collect_with_the_embedded_model_as_opponent(tokenizer, hf_engine):
 
 def test_a_seeded_engine_opponent_repeats_its_moves(tokenizer, model_path):
     """Same seed, fresh engines: the same moves for the same positions; another seed samples others."""
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     env = envs.make(GAME)
     messages = env.reset(seed=1)[0]
@@ -106,7 +106,7 @@ def test_an_engine_whose_server_is_down_ends_the_episode_quickly(tokenizer):
     """A real SGLang client with nothing listening: connection refused, three requests, episode over."""
     import socket
 
-    from engines.sglang_engine import SGLangEngine
+    from turngym.engines.sglang_engine import SGLangEngine
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -231,7 +231,7 @@ class RecordingEngine:
         self.tokenizer, self.prompts = tokenizer, []
 
     async def generate(self, request_id, *, prompt_ids, sampling_params=None):
-        from engines.engine import Generation
+        from turngym.engines.engine import Generation
 
         self.prompts.append(list(prompt_ids))
         return Generation(token_ids=self.tokenizer.encode("[0]", add_special_tokens=False))

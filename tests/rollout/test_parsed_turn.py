@@ -2,7 +2,7 @@
 
 A real episode (guess-number-v0 and its `guess` tool, the embedded model's tokenizer, scripted turns) is
 played in-process and over a `RemoteEnv` whose server runs on loopback in this process, so every parse,
-the rollout's and the env's, goes through the one wrapped `chat.calls.parse_tool_calls`.
+the rollout's and the env's, goes through the one wrapped `turngym.chat.calls.parse_tool_calls`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import httpx
 import pytest
 
 import envs
-from chat.calls import write_calls
 from envs.core.assistant_turn import AssistantTurn
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
+from turngym.chat.calls import write_calls
 
 VALID = write_calls([("guess", {"number": 50})])
 UNREADABLE = '<tool_call>\n{"name": "guess", "arguments": {number: 5}\n</tool_call>'  # not JSON
@@ -30,7 +30,7 @@ def server_url():
     """`python -m envs serve`'s app on a loopback port, in this process (its parses are counted too)."""
     uvicorn = pytest.importorskip("uvicorn")
     from envs.server.app import create_app
-    from serving.loopback_server import free_port
+    from turngym.serving.loopback_server import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="error"))

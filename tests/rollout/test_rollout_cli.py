@@ -1,4 +1,4 @@
-"""rollout.eval and rollout.view end to end (HFEngine in-process, SGLangEngine against engines.serve)."""
+"""rollout.eval and rollout.view end to end (HFEngine in-process, SGLangEngine against turngym.engines.serve)."""
 
 import json
 
@@ -89,12 +89,12 @@ def test_eval_usage_errors():
     ],
 )
 def test_bad_eval_input_exits_2_in_one_line_before_loading_a_model(argv, needle, capsys, monkeypatch):
-    import engines.hf_engine
+    import turngym.engines.hf_engine
 
     def refuse(*_a, **_k):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(engines.hf_engine, "HFEngine", refuse)
+    monkeypatch.setattr(turngym.engines.hf_engine, "HFEngine", refuse)
     assert rollout_eval.cli(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0] and err[0].startswith("rollout.eval: ")

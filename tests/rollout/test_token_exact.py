@@ -11,10 +11,10 @@ import random
 
 import pytest
 
-from chat.format import ChatFormat
 from envs.core.assistant_turn import AssistantTurn
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.scripted_engine import ScriptedEngine
+from turngym.chat.format import ChatFormat
 
 WORDS = [
     "guess",
@@ -277,7 +277,13 @@ def smollm2_tokenizer():
     """SmolLM2's tokenizer: from the named model's converted folder when cached, else read from its GGUF."""
     from transformers import AutoTokenizer
 
-    from engines.named_models import RECORD, ModelSourceError, cached_model_dir, file_sha256, gguf_source
+    from turngym.engines.named_models import (
+        RECORD,
+        ModelSourceError,
+        cached_model_dir,
+        file_sha256,
+        gguf_source,
+    )
 
     try:
         name, gguf_path = gguf_source("smollm2-135m-instruct")
@@ -372,7 +378,7 @@ def test_smollm2_default_system_prompt_and_tools_in_the_system_message(smollm2_t
     # Templates that render tools, and envs without tools, are left alone.
     assert place_tools(tokenizer, user, TOOLS) == (user, TOOLS)
     assert place_tools(smollm2_tokenizer, user, []) == (user, None)
-    # Every schema is in the block as one JSON line, and the call example is the format chat.calls reads.
+    # Every schema is in the block as one JSON line, and the call example is the format turngym.chat.calls reads.
     block = tools_system_text(TOOLS)
     assert all(json.dumps(t) in block.splitlines() for t in TOOLS) and "<tool_call>" in block
 

@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
-from common.cli_errors import UsageError
-from serving import (
+from turngym.common.cli_errors import UsageError
+from turngym.serving import (
     AdmissionGate,
     RequestError,
     add_server_args,
@@ -20,7 +20,7 @@ from serving import (
     read_body,
     server_settings,
 )
-from serving.loopback_server import free_port, trickled_request
+from turngym.serving.loopback_server import free_port, trickled_request
 
 RELEASE = threading.Event()
 

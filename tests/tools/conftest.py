@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from serving.loopback_server import stop_server
 from tools.sandbox.serve import spawn_server
+from turngym.serving.loopback_server import stop_server
 
 
 @pytest.fixture(scope="session")

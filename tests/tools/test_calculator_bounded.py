@@ -17,8 +17,8 @@ import time
 import httpx
 import pytest
 
-from serving.loopback_server import spawn_server, stop_server
 from tools.builtin.calculator import Calculator
+from turngym.serving.loopback_server import spawn_server, stop_server
 
 ATTACK = "round(1/3, 10**7)"
 

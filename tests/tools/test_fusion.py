@@ -98,8 +98,8 @@ def test_read_timeout_is_not_retried(sandbox_server):
 
 
 def test_refused_connection_is_retried_until_the_server_is_up():
-    from serving.loopback_server import free_port, stop_server
     from tools.sandbox.serve import spawn_server
+    from turngym.serving.loopback_server import free_port, stop_server
 
     port = free_port()
     started: list = []

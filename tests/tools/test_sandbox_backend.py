@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from common.run_sync import run_sync
 from tools.sandbox import FusionSandbox, LocalSandbox, Sandbox, make_sandbox
 from tools.sandbox.isolation import bwrap_path
+from turngym.common.run_sync import run_sync
 
 ISOLATION = "bwrap" if bwrap_path() else "none"
 

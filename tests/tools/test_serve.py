@@ -11,9 +11,9 @@ import time
 import httpx
 import pytest
 
-from serving.loopback_server import stop_server, trickled_request
 from tools.sandbox import FusionSandbox
 from tools.sandbox.serve import scrub_message, scrub_output, spawn_server
+from turngym.serving.loopback_server import stop_server, trickled_request
 
 pytestmark = pytest.mark.slow
 

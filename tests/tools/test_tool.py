@@ -255,7 +255,7 @@ def test_import_tools_is_light():
     import subprocess
     import sys
 
-    code = "import sys, tools, chat.calls; bad = [m for m in ('fastapi', 'uvicorn', 'sandbox_fusion', 'httpx', 'torch', 'yaml') if m in sys.modules]; print(bad)"
+    code = "import sys, tools, turngym.chat.calls; bad = [m for m in ('fastapi', 'uvicorn', 'sandbox_fusion', 'httpx', 'torch', 'yaml') if m in sys.modules]; print(bad)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert tools.Tool is Tool

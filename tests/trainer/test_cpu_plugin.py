@@ -47,8 +47,8 @@ def test_plugin_loads_through_verls_hook_in_a_fresh_process():
 
 @pytest.fixture(scope="module")
 def server():
-    from engines.embedded_model import build_embedded_model
     from trainer.cpu.hf_rollout import HFRolloutServer
+    from turngym.engines.embedded_model import build_embedded_model
 
     path = str(build_embedded_model())
     config = SimpleNamespace(prompt_length=256, response_length=16, max_model_len=None)
@@ -79,7 +79,7 @@ def test_generate_returns_tokens_and_logprobs_matching_the_model(server):
 
 
 def test_server_honours_stop_tokens_and_says_why_it_stopped(server):
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     assert isinstance(server.engine, HFEngine)  # one sampler: the actor wraps rollout's engine
 

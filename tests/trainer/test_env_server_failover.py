@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from serving.loopback_server import free_port, spawn_server, stop_server
+from turngym.serving.loopback_server import free_port, spawn_server, stop_server
 
 REPO = Path(__file__).resolve().parents[2]
 

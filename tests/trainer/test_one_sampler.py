@@ -32,7 +32,7 @@ class _ServerManagerCalls:
 
 @pytest.fixture(scope="module")
 def model_path():
-    from engines.embedded_model import build_embedded_model
+    from turngym.engines.embedded_model import build_embedded_model
 
     return str(build_embedded_model())
 
@@ -45,8 +45,8 @@ def tokenizer(model_path):
 
 
 def _both_sides(model_path, tokenizer, concurrency: int, sampling_params: dict):
-    from engines.hf_engine import HFEngine
     from trainer.cpu.hf_rollout import HFRolloutServer
+    from turngym.engines.hf_engine import HFEngine
 
     config = SimpleNamespace(prompt_length=512, response_length=96, max_model_len=None, seed=SEED)
     server = HFRolloutServer(config, {"path": model_path})

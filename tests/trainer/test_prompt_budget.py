@@ -8,7 +8,6 @@ import pytest
 from transformers import AutoTokenizer
 
 import envs
-from engines.embedded_model import build_embedded_model
 from rollout.episode import EpisodeConfig, run_episode
 from rollout.episode_row import EpisodeRow
 from rollout.opening_prompt import opening_prompt
@@ -16,6 +15,7 @@ from rollout.scripted_engine import ScriptedEngine
 from trainer.compose import ConfigError
 from trainer.datasets import rows_for_episodes, write_datasets
 from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length, row_opening_prompt
+from turngym.engines.embedded_model import build_embedded_model
 
 MIX = [
     {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}},

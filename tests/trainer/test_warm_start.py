@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from engines.embedded_model import build_embedded_model
 from trainer.compose import compose_config, env_entries
 from trainer.expert_demos import expert_episode, write_demonstrations
+from turngym.engines.embedded_model import build_embedded_model
 
 GROUPS = ["text-game", "tool-use", "math-tutor", "code-sandbox"]
 # A warm start small enough for a test (warm_start() has no defaults: they live in turngym.yaml).

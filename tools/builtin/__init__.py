@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from common.registration import EntrySpec, Registry
+from turngym.common.registration import EntrySpec, Registry
 
 if TYPE_CHECKING:
     from tools.tool import Tool
 
-#: The built-in tools by name (a `common.registration.Registry` of Tool classes).
+#: The built-in tools by name (a `turngym.common.registration.Registry` of Tool classes).
 BUILTINS: Registry[EntrySpec] = Registry(
     "built-in tool", listing=lambda r: f"built-ins: {', '.join(r.names)}."
 )

@@ -16,7 +16,7 @@ Built to hold under load and faults:
   `FusionSandbox` sends from the same variable.
 
 The gate, the body limits, the token check and the error shape are the shared serving layer's
-(`serving`); this module holds the run request, its checks and the SandboxFusion answer.
+(`turngym.serving`); this module holds the run request, its checks and the SandboxFusion answer.
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ from typing import Any
 
 import pydantic
 
-from common.cli_errors import ArgumentParser, UsageError, run_cli
-from serving import (
+from tools.sandbox.local import LocalSandbox
+from tools.sandbox.result import SandboxResult
+from turngym.common.cli_errors import ArgumentParser, UsageError, run_cli
+from turngym.serving import (
     AdmissionGate,
     RequestError,
     add_server_args,
@@ -48,9 +50,7 @@ from serving import (
     run_server,
     server_settings,
 )
-from serving import error_body as shared_error_body
-from tools.sandbox.local import LocalSandbox
-from tools.sandbox.result import SandboxResult
+from turngym.serving import error_body as shared_error_body
 
 #: The environment variable that may hold the server's token (FusionSandbox sends it too).
 TOKEN_ENV = "TURNGYM_SANDBOX_TOKEN"
@@ -112,7 +112,7 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     """The shared error shape inside SandboxFusion's SandboxError, its message without host paths.
 
     Args:
-        code: the machine-readable code (`serving.errors`).
+        code: the machine-readable code (`turngym.serving.errors`).
         message: one sentence; host paths in it are replaced.
 
     Returns:
@@ -379,7 +379,7 @@ def create_app(
         token: when set, every route but /health and /v1/ping needs `Authorization: Bearer <token>`.
 
     Returns:
-        The app (run it with `serving.run_server` or uvicorn).
+        The app (run it with `turngym.serving.run_server` or uvicorn).
     """
     server = SandboxServer(
         sandbox=sandbox or LocalSandbox(),
@@ -402,7 +402,7 @@ def spawn_server(
     *flags: str, port: int | None = None, env: dict[str, str] | None = None, ready_s: float = 60.0
 ):
     """Start `python -m tools.sandbox.serve` in a child process; (url, Popen) once /health answers."""
-    from serving.loopback_server import spawn_server as spawn
+    from turngym.serving.loopback_server import spawn_server as spawn
 
     return spawn(["-m", "tools.sandbox.serve", *flags], port=port, env=env, ready_s=ready_s)
 

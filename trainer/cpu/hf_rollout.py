@@ -26,7 +26,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
-from engines.hf_engine import HFEngine
+from turngym.engines.hf_engine import HFEngine
 
 logger = logging.getLogger(__name__)
 

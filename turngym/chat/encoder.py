@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from chat.render_deadline import RENDER_TIMEOUT_S, bounded_render
+from turngym.chat.render_deadline import RENDER_TIMEOUT_S, bounded_render
 
 _ESC = "\ue000"  # starts a sentinel pair; the second character names the escaped string
 _FIRST = 0xF0000  # Supplementary Private Use Area-A: room for 65534 escaped strings

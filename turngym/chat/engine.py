@@ -17,7 +17,7 @@ class Engine(Protocol):
     """Anything that turns prompt ids into generated ids with logprobs.
 
     `generate` returns something with `token_ids`, `log_probs` and `stop_reason` (verl's `TokenOutput`
-    or `engines.engine.Generation`).
+    or `turngym.engines.engine.Generation`).
 
     >>> class Echo:
     ...     async def generate(self, request_id, *, prompt_ids, sampling_params):
@@ -39,7 +39,7 @@ def chat_kwargs(
     """The extra `generate` keywords for an engine that reads chat messages (`takes_messages = True`).
 
     A token engine (HF, SGLang, verl's server manager) reads `prompt_ids` alone and gets none; an engine
-    behind a chat API (`engines.openai_engine.OpenAIEngine`) cannot take ids, so its callers also hand it
+    behind a chat API (`turngym.engines.openai_engine.OpenAIEngine`) cannot take ids, so its callers also hand it
     the messages the ids were rendered from, and the tool schemas.
 
     Args:

@@ -11,7 +11,7 @@ Token-exact assembly needs three facts about a template, all measured rather tha
   real history is never re-rendered (templates that rewrite history, e.g. drop old think blocks, do not
   disturb the tokens already generated).
 
-Message contents (and tool schemas) are tokenized as plain text (`chat.encoder.ChatEncoder`): only
+Message contents (and tool schemas) are tokenized as plain text (`turngym.chat.encoder.ChatEncoder`): only
 the template's own markup becomes special ids, so text the policy wrote and an env echoed back cannot
 open a system turn. "Token-exact" therefore means: the assembled ids equal `conversation_ids(messages)`,
 the template's render tokenized with every non-assistant content as text and each assistant turn as the
@@ -24,9 +24,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from chat.calls.formats import guess_format
-from chat.encoder import ChatEncoder
-from chat.render_deadline import RENDER_TIMEOUT_S, RenderTimeout, bounded_render
+from turngym.chat.calls.formats import guess_format
+from turngym.chat.encoder import ChatEncoder
+from turngym.chat.render_deadline import RENDER_TIMEOUT_S, RenderTimeout, bounded_render
 
 _MARK = "\u2063TURNGYM_PROBE\u2063"
 _PROBE_USER = {"role": "user", "content": "probe"}
@@ -47,7 +47,7 @@ def _bounded() -> Iterator[None]:
 class ChatFormat:
     """Renders and tokenizes conversation segments for one tokenizer, tool list and template kwargs.
 
-    Every render runs under `render_timeout_s` (`chat.render_deadline`): a template that loops or
+    Every render runs under `render_timeout_s` (`turngym.chat.render_deadline`): a template that loops or
     recurses past it raises TemplateError instead of holding the process.
     """
 

@@ -3,7 +3,7 @@
 A chat template is code from whoever published the tokenizer. Jinja's sandbox keeps it from touching
 the process (no attributes of internals, `range` capped at 100000 items) but not from looping: two nested
 `range(100000)` loops, a loop over a message's text inside another, or a macro that calls itself twice
-run for hours. The render runs under `common.thread_deadline.call_with_deadline`: past the deadline an exception is raised
+run for hours. The render runs under `turngym.common.thread_deadline.call_with_deadline`: past the deadline an exception is raised
 in the rendering thread at the next bytecode, a loop's back edge included, and the render unwinds. A
 render that ends in time pays a few microseconds. What this does not bound: one C operation that runs
 long by itself (a huge integer power); the template's text and its inputs are the limits there.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from common.thread_deadline import DeadlineExceeded, call_with_deadline
+from turngym.common.thread_deadline import DeadlineExceeded, call_with_deadline
 
 T = TypeVar("T")
 
@@ -55,7 +55,7 @@ def bounded_render(seconds: float | None, render: Callable[..., T], /, *args: An
         >>> bounded_render(0.2, template.render)
         Traceback (most recent call last):
         ...
-        chat.render_deadline.RenderTimeout: the chat template was still rendering after 0.2 s and was stopped; ...
+        turngym.chat.render_deadline.RenderTimeout: the chat template was still rendering after 0.2 s and was stopped; ...
     """
     try:
         return call_with_deadline(seconds, render, *args, **kwargs)

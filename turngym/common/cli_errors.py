@@ -1,7 +1,7 @@
 """One way for every command line to report a user's mistake: one line on stderr, exit code 2.
 
-Every CLI (``python -m envs``, ``rollout.eval``, ``rollout.view``, ``engines.serve``,
-``engines.named_models``, ``tools.sandbox.serve``, ``trainer.run``) runs its work through ``run_cli``:
+Every CLI (``python -m envs``, ``rollout.eval``, ``rollout.view``, ``turngym.engines.serve``,
+``turngym.engines.named_models``, ``tools.sandbox.serve``, ``trainer.run``) runs its work through ``run_cli``:
 
 - a ``UsageError`` (a bad argument, key, name, path or setting) prints ``<prog>: <message>`` and
   exits 2, before anything is written or started;
@@ -9,7 +9,7 @@ Every CLI (``python -m envs``, ``rollout.eval``, ``rollout.view``, ``engines.ser
   without a traceback;
 - ``--help`` prints to stdout and exits 0 (argparse's own behaviour, kept).
 
-It lives on the ground floor (`common`) because every package with a command line uses it.
+It lives on the ground floor (`turngym.common`) because every package with a command line uses it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One type for every table of bounds: the trainer's command-line keys (``trainer/number_checks.py``), the
 env constructors' numbers (``envs/core/number_bounds.py``) and the model server's sampling parameters
-(``engines/engine.py``). A bound says what it accepts in words, so every refusal is one line that names
+(``turngym/engines/engine.py``). A bound says what it accepts in words, so every refusal is one line that names
 the key, the value and what to give instead.
 """
 

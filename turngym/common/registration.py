@@ -1,7 +1,7 @@
 """`Registry` (register / make / spec / list by name) and `load_entry_point("module:attr")`.
 
 Every registry in turngym is one of these: envs, interactions, built-in tools, tool-call formats.
-It lives in `common`, on the ground floor, so that every package can use it; importing it pulls
+It lives in `turngym.common`, on the ground floor, so that every package can use it; importing it pulls
 nothing but the standard library.
 """
 

@@ -135,7 +135,7 @@ def call_with_deadline(seconds: float | None, fn: Callable[..., T], /, *args: An
         >>> call_with_deadline(0.2, spin)
         Traceback (most recent call last):
         ...
-        common.thread_deadline.DeadlineExceeded: still running after 0.2 s and stopped
+        turngym.common.thread_deadline.DeadlineExceeded: still running after 0.2 s and stopped
     """
     if seconds is None:
         return fn(*args, **kwargs)

@@ -1,6 +1,6 @@
 """Turn what a training run leaves behind into a Hugging Face model directory an engine can load.
 
-``resolve_model(path)`` accepts a model name or ``gguf:<file>`` (``engines/named_models.py``: converted
+``resolve_model(path)`` accepts a model name or ``gguf:<file>`` (``turngym/engines/named_models.py``: converted
 once into a cached directory), a Hugging Face model directory (used as is), a run folder
 (``outputs/<env>``: its latest checkpoint), a checkpoints folder, a ``global_step_N`` folder, an
 FSDP actor folder (``.../actor``) or the config-only ``.../actor/huggingface`` folder verl writes
@@ -11,7 +11,7 @@ folder), once: later calls reuse it while the shards are unchanged.
 A checkpoint folder may come from anyone, and a ``.pt`` shard is a pickle that can run code when loaded.
 The merger therefore runs with ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1``: shards load as tensors only (verl's
 FSDP2 shards, DTensors, pass), and a shard holding anything else is refused in one line. Only an explicit
-``trust_checkpoint=True`` (``rollout.eval trust_checkpoint=true``, ``engines.serve --trust-checkpoint``)
+``trust_checkpoint=True`` (``rollout.eval trust_checkpoint=true``, ``turngym.engines.serve --trust-checkpoint``)
 lets the full unpickler run.
 """
 
@@ -24,8 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from engines.lora_merge import merge_lora_adapter
-from engines.named_models import ModelSourceError, is_model_name, resolve_named_model
+from turngym.engines.lora_merge import merge_lora_adapter
+from turngym.engines.named_models import ModelSourceError, is_model_name, resolve_named_model
 
 LATEST = "latest_checkpointed_iteration.txt"
 EXPORT_DIR = "actor_hf"
@@ -36,7 +36,7 @@ RUN_RECORD = "run.json"
 RUN_CONFIG = "config.yaml"
 
 
-TRUST_HINT = "pass trust_checkpoint=true (rollout.eval) or --trust-checkpoint (engines.serve)"
+TRUST_HINT = "pass trust_checkpoint=true (rollout.eval) or --trust-checkpoint (turngym.engines.serve)"
 # What torch says when the weights-only unpickler meets a global it does not allow.
 _WEIGHTS_ONLY_REFUSAL = "Weights only load failed"
 
@@ -122,7 +122,7 @@ def export_actor(actor: Path, target: Path | None = None, *, trust_checkpoint: b
         pass
     (target / COMPLETE).unlink(missing_ok=True)  # a merge that dies half-way must not look finished
     env = dict(os.environ)
-    repo = str(Path(__file__).resolve().parent.parent)
+    repo = str(Path(__file__).resolve().parents[2])  # the repository root: turngym/engines/ is two down
     env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
     # verl's merger calls torch.load(weights_only=False); torch's own switch overrides the argument.
     env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)

@@ -5,7 +5,7 @@ faster than fp32; one with AVX2 only emulates bf16, about 50x slower than fp32. 
 preset is therefore right on one CPU and ruinous on the other, so the trainer and the warm start ask
 this module: a short matmul in each dtype, timed on this machine at start, decides.
 
-    >>> from engines.compute_dtype import choose_compute_dtype
+    >>> from turngym.engines.compute_dtype import choose_compute_dtype
     >>> choice = choose_compute_dtype("fp32")   # a forced choice measures nothing
     >>> choice.dtype, choice.rates is None
     ('fp32', True)

@@ -2,7 +2,7 @@
 
 Any object with that coroutine qualifies (verl's server manager does). It returns something with
 `token_ids`, `log_probs` and `stop_reason` (verl's `TokenOutput` or `Generation` below). `Engine`, the
-protocol, is defined in `chat/engine.py` (the ground floor: LLMUser, below rollout, needs it too) and
+protocol, is defined in `turngym/chat/engine.py` (the ground floor: LLMUser, below rollout, needs it too) and
 re-exported here with the types the engines share.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The contract itself sits in chat, the ground floor; the engines here implement it.
-from chat.engine import Engine as Engine
-from chat.engine import chat_kwargs as chat_kwargs
-from common.number_bounds import Bound
+from turngym.chat.engine import Engine as Engine
+from turngym.chat.engine import chat_kwargs as chat_kwargs
+from turngym.common.number_bounds import Bound
 
 
 @dataclass

@@ -28,9 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.engine import EngineError, EngineRequestError, Generation, SamplingParams, sampling_problem
-from engines.gqa_attention import use_gqa_attention
-from engines.prefix_cache import PrefixCache, PrefixEntry
+from turngym.engines.engine import (
+    EngineError,
+    EngineRequestError,
+    Generation,
+    SamplingParams,
+    sampling_problem,
+)
+from turngym.engines.gqa_attention import use_gqa_attention
+from turngym.engines.prefix_cache import PrefixCache, PrefixEntry
 
 
 @dataclass
@@ -97,7 +103,7 @@ class HFEngine:
 
     Args:
         model_or_path: A loaded model, a Hugging Face model directory, a model name
-            (`engines.named_models`: "embedded", "smollm2-135m-instruct") or "gguf:<file>";
+            (`turngym.engines.named_models`: "embedded", "smollm2-135m-instruct") or "gguf:<file>";
             None: the embedded tiny model, built on first use and cached.
         tokenizer: The tokenizer (object or directory); None: the one beside the model directory.
         device: The torch device the model runs on.
@@ -142,11 +148,11 @@ class HFEngine:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if model_or_path is None:
-            from engines.embedded_model import build_embedded_model
+            from turngym.engines.embedded_model import build_embedded_model
 
             model_or_path = build_embedded_model()
         if isinstance(model_or_path, str | os.PathLike):
-            from engines.named_models import is_model_name, resolve_named_model
+            from turngym.engines.named_models import is_model_name, resolve_named_model
 
             # A model name or gguf:<file> loads from its converted, cached directory.
             path = resolve_named_model(model_or_path) if is_model_name(model_or_path) else Path(model_or_path)
@@ -162,7 +168,7 @@ class HFEngine:
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         # Left padding means every forward has a mask, and transformers' sdpa then copies each shared
-        # key/value head per query head; this attention does not (engines/gqa_attention.py).
+        # key/value head per query head; this attention does not (turngym/engines/gqa_attention.py).
         use_gqa_attention(self.model)
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size

@@ -8,7 +8,7 @@ its chat template) and saved as an ordinary Hugging Face directory under
 sha256: the first use converts (one line and a progress bar on stderr), later ones only hash the
 file. A conversion is written into a scratch folder beside the cache entry and renamed into place when
 complete, so a killed one never leaves a folder that looks finished. ``model=embedded`` names the
-embedded tiny model (``engines.embedded_model``).
+embedded tiny model (``turngym.engines.embedded_model``).
 
 Weights are saved in float32, the exact values transformers dequantizes to: for SmolLM2-135M-Instruct
 bfloat16 would halve the folder (273 MB against 542 MB), but loading it upcast to float32, as the
@@ -228,7 +228,7 @@ def resolve_named_model(model: str, cache_dir: Path | None = None) -> Path:
         ModelSourceError: an unknown name, a missing, damaged or truncated file, an unsupported architecture.
     """
     if model == EMBEDDED:
-        from engines.embedded_model import build_embedded_model
+        from turngym.engines.embedded_model import build_embedded_model
 
         return Path(build_embedded_model())
     name, path = gguf_source(model)
@@ -353,14 +353,14 @@ def _remove_abandoned(target: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m engines.named_models [model]``: convert (if needed) and print the directory."""
-    from common.cli_errors import UsageError, run_cli
+    """``python -m turngym.engines.named_models [model]``: convert (if needed) and print the directory."""
+    from turngym.common.cli_errors import UsageError, run_cli
 
     def convert(args: list[str] | None) -> int:
         args = sys.argv[1:] if args is None else args
         names = ", ".join(f"{k} ({v.description})" for k, v in NAMED_MODELS.items())
         if args and args[0] in ("-h", "--help"):
-            print(f"usage: python -m engines.named_models <name|gguf:file>\nnamed models: {names}")
+            print(f"usage: python -m turngym.engines.named_models <name|gguf:file>\nnamed models: {names}")
             return 0
         if len(args) != 1:
             raise UsageError(f"give one model: a name ({', '.join(NAMED_MODELS)}) or gguf:<file>")
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     return run_cli(
-        "engines.named_models", convert, argv, interrupted="interrupted; the next run converts afresh"
+        "turngym.engines.named_models", convert, argv, interrupted="interrupted; the next run converts afresh"
     )
 
 

@@ -3,7 +3,7 @@ Ollama, a hosted API) as an engine for `rollout.eval`, opponents and simulated u
 
 Evaluation only, not training: a chat API takes messages and returns text, not token ids or their
 logprobs. The engine therefore reads the chat messages its caller rendered (`takes_messages`, see
-`chat.engine.chat_kwargs`), and returns the reply re-encoded with a local tokenizer, with no
+`turngym.chat.engine.chat_kwargs`), and returns the reply re-encoded with a local tokenizer, with no
 logprobs (`extra_fields["text_only"]`). Those ids are not the ones the model sampled, so such episodes
 measure a model but cannot be trained on. Tool calls the server returns as `tool_calls` are written back
 into the text in the episode's call format (hermes by default), so the env reads them as it reads any reply.
@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from engines.engine import EngineError, EngineRequestError, Generation
-from engines.sglang_engine import SGLangEngine
+from turngym.engines.engine import EngineError, EngineRequestError, Generation
+from turngym.engines.sglang_engine import SGLangEngine
 
 _FINISH = {"stop": "completed", "tool_calls": "completed", "function_call": "completed", "length": "length"}
 TEXT_ONLY_NOTE = (
@@ -150,7 +150,7 @@ class OpenAIEngine(SGLangEngine):
         if messages is None:
             raise EngineRequestError(
                 "engine=openai speaks chat completions and was given only token ids: its caller must pass "
-                "messages= (chat.engine.chat_kwargs)"
+                "messages= (turngym.chat.engine.chat_kwargs)"
             )
         payload: dict[str, Any] = {
             "model": self.model,
@@ -171,7 +171,7 @@ class OpenAIEngine(SGLangEngine):
         text = message.get("content") or ""
         calls = message.get("tool_calls") or []
         if calls:
-            from chat.calls import ToolCall, format_tool_calls
+            from turngym.chat.calls import ToolCall, format_tool_calls
 
             parsed = [ToolCall.from_openai(c, default_id=f"call_{i}") for i, c in enumerate(calls)]
             text = format_tool_calls(parsed, self.tool_call_format, text)

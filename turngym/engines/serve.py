@@ -1,4 +1,4 @@
-"""`python -m engines.serve [--model-path P] [--host H] [--port N]`: SGLang's native API over HFEngine.
+"""`python -m turngym.engines.serve [--model-path P] [--host H] [--port N]`: SGLang's native API over HFEngine.
 
 Implements `POST /generate` (input_ids, or text tokenized as plain text: unlike SGLang, special-token
 strings in `text` stay text, so a rendered chat prompt must come as input_ids; strictly validated
@@ -6,10 +6,10 @@ strings in `text` stay text, so a rendered chat prompt must come as input_ids; s
 `GET /get_model_info` with SGLang's field names, so `SGLangEngine` (and anything written for SGLang)
 can drive the tiny model on a CPU.
 Without `--model-path` it serves the embedded tiny model; `--model-path` also takes a model name
-(`smollm2-135m-instruct`) or `gguf:<file>`, converted once into a cached directory (engines/named_models.py),
+(`smollm2-135m-instruct`) or `gguf:<file>`, converted once into a cached directory (turngym/engines/named_models.py),
 and a training run or checkpoint folder (exported like `rollout.eval` does).
 
-The gate, the body limits, the token and the error shape are the shared serving layer's (`serving`):
+The gate, the body limits, the token and the error shape are the shared serving layer's (`turngym.serving`):
 at most `--max-concurrency` generations in the engine and `--max-queue` waiting (429 `overloaded`
 beyond), and every failure is `{"error": {"code", "message"}}` (400 `bad_request` for a bad body,
 sampling parameter or prompt). Beyond loopback the server needs `--token` (or TURNGYM_MODEL_TOKEN),
@@ -23,10 +23,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from common.cli_errors import ArgumentParser, UsageError, run_cli
-from engines.engine import sampling_problem
-from engines.sglang_engine import SGLANG_SAMPLING_KEYS
-from serving import (
+from turngym.common.cli_errors import ArgumentParser, UsageError, run_cli
+from turngym.engines.engine import sampling_problem
+from turngym.engines.sglang_engine import SGLANG_SAMPLING_KEYS
+from turngym.serving import (
     AdmissionGate,
     RequestError,
     add_server_args,
@@ -82,7 +82,7 @@ class ModelServer:
 
 async def generate(server: ModelServer, request: Any) -> dict[str, Any]:
     """POST /generate: SGLang's native generate (ids, logprobs and finish reason in its field names)."""
-    from engines.engine import EngineRequestError
+    from turngym.engines.engine import EngineRequestError
 
     body = parse_json_object(await read_body(request, server.max_body_bytes, server.body_timeout_s))
     try:
@@ -192,10 +192,10 @@ def create_app(
         token: when set, every route but /health and /ready needs `Authorization: Bearer <token>`.
 
     Returns:
-        The app (run it with `serving.run_server` or uvicorn); `app.state.server` holds the engine
+        The app (run it with `turngym.serving.run_server` or uvicorn); `app.state.server` holds the engine
         and the gate.
     """
-    from chat.encoder import ChatEncoder
+    from turngym.chat.encoder import ChatEncoder
 
     server = ModelServer(
         engine=engine,
@@ -220,11 +220,11 @@ def main(argv: list[str] | None = None) -> int:
 
     A mistake (a bad model, a port in use) is one line on stderr and exit code 2, before the model loads.
     """
-    return run_cli("engines.serve", _main, argv)
+    return run_cli("turngym.engines.serve", _main, argv)
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = ArgumentParser(prog="python -m engines.serve", description=__doc__.split("\n")[0])
+    parser = ArgumentParser(prog="python -m turngym.engines.serve", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--model-path",
         default=None,
@@ -243,7 +243,7 @@ def _main(argv: list[str] | None) -> int:
     if args.max_batch_size < 1:
         raise UsageError(f"--max-batch-size {args.max_batch_size}: at least 1")
     settings = server_settings(args, token_env=TOKEN_ENV)
-    from engines.checkpoint_export import CheckpointError, resolve_model
+    from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
     model = args.model_path
     if model is not None:
@@ -252,7 +252,7 @@ def _main(argv: list[str] | None) -> int:
         except CheckpointError as exc:
             raise UsageError(str(exc)) from None
 
-    from engines.hf_engine import HFEngine
+    from turngym.engines.hf_engine import HFEngine
 
     engine = HFEngine(model, max_batch_size=args.max_batch_size, seed=args.seed)
     app = create_app(

@@ -1,6 +1,6 @@
 """SGLangEngine: a client of SGLang's native `POST /generate` (input ids in, ids + logprobs out).
 
-Works against `sglang serve` in its own process and environment, or `python -m engines.serve`.
+Works against `sglang serve` in its own process and environment, or `python -m turngym.engines.serve`.
 Transport failures (connection refused/reset, timeouts) are retried with backoff, and so is a busy
 server's 429/503 with `Retry-After` (the request was refused before it ran); other HTTP error statuses
 are not, since the same request would fail the same way.
@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from engines.engine import EngineError, EngineRequestError, Generation
+from turngym.engines.engine import EngineError, EngineRequestError, Generation
 
 # SGLang validates sampling_params strictly (unknown keys are HTTP 400): send only what it knows.
 SGLANG_SAMPLING_KEYS = frozenset(
@@ -95,7 +95,7 @@ class SGLangEngine:
         busy_wait_s: float = 120.0,
     ):
         self.url = url.rstrip("/")
-        # SGLang's `--api-key` and `engines.serve --token` both read `Authorization: Bearer <key>`.
+        # SGLang's `--api-key` and `turngym.engines.serve --token` both read `Authorization: Bearer <key>`.
         api_key = api_key if api_key is not None else os.environ.get("TURNGYM_MODEL_TOKEN") or None
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.retries = retries

@@ -1,5 +1,5 @@
 """One serving layer for every turngym HTTP server: the env server (`python -m envs serve`), the sandbox
-server (`python -m tools.sandbox.serve`) and the model server (`python -m engines.serve`).
+server (`python -m tools.sandbox.serve`) and the model server (`python -m turngym.engines.serve`).
 
 The pieces they share, one of each:
 
@@ -22,21 +22,21 @@ is the lighter import (here about 0.3 s and 26 MB against FastAPI's 0.7 s and 41
 pulls in pydantic and its OpenAPI models) and leaves one way of writing a route.
 
 Nothing here imports starlette or uvicorn at import time, so `import envs` and `import tools` stay
-light; they load when an app is built or run. `serving.loopback_server` starts such a server in a child
+light; they load when an app is built or run. `turngym.serving.loopback_server` starts such a server in a child
 process on a free loopback port (tests, benches, the sandbox server's own spawn).
 
-Its own package on the ground floor, beside `common` (the only turngym package it imports, for the CLI
+Its own package on the ground floor, beside `turngym.common` (the only turngym package it imports, for the CLI
 errors): the three servers sit in three layers (tools, envs, rollout), so the layer they share must sit
 below all of them, and it is about HTTP, not about tools.
 """
 
 from __future__ import annotations
 
-from serving.app import check_token, json_response, make_app, plain_json
-from serving.body import parse_json_object, read_body
-from serving.cli import add_server_args, is_loopback, run_server, server_settings
-from serving.errors import RequestError, error_body
-from serving.gate import AdmissionGate
+from turngym.serving.app import check_token, json_response, make_app, plain_json
+from turngym.serving.body import parse_json_object, read_body
+from turngym.serving.cli import add_server_args, is_loopback, run_server, server_settings
+from turngym.serving.errors import RequestError, error_body
+from turngym.serving.gate import AdmissionGate
 
 __all__ = [
     "AdmissionGate",

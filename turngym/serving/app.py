@@ -7,7 +7,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from serving.errors import RequestError
+from turngym.serving.errors import RequestError
 
 #: A route's handler: takes the request, returns a Response or a value to send as JSON (status 200).
 Handler = Callable[[Any], Awaitable[Any]]

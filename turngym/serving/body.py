@@ -8,7 +8,7 @@ import sys
 from collections.abc import Collection
 from typing import Any
 
-from serving.errors import RequestError
+from turngym.serving.errors import RequestError
 
 _MB = 1024 * 1024
 

@@ -7,7 +7,7 @@ import ipaddress
 import os
 from typing import Any
 
-from common.cli_errors import UsageError, check_port_free
+from turngym.common.cli_errors import UsageError, check_port_free
 
 
 def is_loopback(host: str) -> bool:

@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import AsyncIterator
 
-from serving.errors import RequestError
+from turngym.serving.errors import RequestError
 
 
 class AdmissionGate:

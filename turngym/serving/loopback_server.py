@@ -9,7 +9,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where `python -m <package>` resolves
+# The repository root (turngym/serving/ is two levels down): where `python -m <package>` resolves.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def free_port() -> int:

@@ -1,7 +1,7 @@
 """Tool-call text formats (hermes/Qwen, llama3, mistral): parse model text, render calls back, markers."""
 
-from chat.calls.call import ParsedTurn, ToolCall
-from chat.calls.formats import (
+from turngym.chat.calls.call import ParsedTurn, ToolCall
+from turngym.chat.calls.formats import (
     CallFormat,
     format_tool_calls,
     get_format,
@@ -12,7 +12,7 @@ from chat.calls.formats import (
     register_format,
     write_calls,
 )
-from chat.calls.markers import CallMarkers
+from turngym.chat.calls.markers import CallMarkers
 
 __all__ = [
     "CallFormat",

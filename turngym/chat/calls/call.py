@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.calls.bounded_json import dump, loads
+from turngym.chat.calls.bounded_json import dump, loads
 
 
 @dataclass

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from chat.calls import markers as _markers
-from chat.calls.call import ParsedTurn, ToolCall
-from chat.calls.markers import CallMarkers
-from common.registration import EntryPoint, Registry, load_entry_point
+from turngym.chat.calls import markers as _markers
+from turngym.chat.calls.call import ParsedTurn, ToolCall
+from turngym.chat.calls.markers import CallMarkers
+from turngym.common.registration import EntryPoint, Registry, load_entry_point
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,12 @@ def write_calls(calls: Iterable[tuple[str, dict[str, Any]]], format: str | None 
     return format_tool_calls(made, format or "hermes")
 
 
-register_format("hermes", "chat.calls.hermes:parse", "chat.calls.hermes:format", _markers.HERMES)
-register_format("llama3", "chat.calls.llama3:parse", "chat.calls.llama3:format", _markers.LLAMA3)
-register_format("mistral", "chat.calls.mistral:parse", "chat.calls.mistral:format", _markers.MISTRAL)
+register_format(
+    "hermes", "turngym.chat.calls.hermes:parse", "turngym.chat.calls.hermes:format", _markers.HERMES
+)
+register_format(
+    "llama3", "turngym.chat.calls.llama3:parse", "turngym.chat.calls.llama3:format", _markers.LLAMA3
+)
+register_format(
+    "mistral", "turngym.chat.calls.mistral:parse", "turngym.chat.calls.mistral:format", _markers.MISTRAL
+)

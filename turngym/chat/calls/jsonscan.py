@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chat.calls.bounded_json import JSONTooDeep, check_depth, dump, loads
-from chat.calls.call import ToolCall
+from turngym.chat.calls.bounded_json import JSONTooDeep, check_depth, dump, loads
+from turngym.chat.calls.call import ToolCall
 
 _DECODER = json.JSONDecoder()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from chat.calls.call import ParsedTurn, ToolCall
-from chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
-from chat.calls.markers import LLAMA3
+from turngym.chat.calls.call import ParsedTurn, ToolCall
+from turngym.chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
+from turngym.chat.calls.markers import LLAMA3
 
 TAG = LLAMA3.opens[0]
 _END_TOKENS = ("<|eom_id|>", "<|eot_id|>")

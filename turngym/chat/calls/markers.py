@@ -1,6 +1,6 @@
 """The strings that mark a tool call in each format: in a model's text and in the chat template.
 
-The call-format registry (`chat.calls.formats`) hands these out with each format
+The call-format registry (`turngym.chat.calls.formats`) hands these out with each format
 (`get_format(name).markers`); the parsers read their tags from here. Nothing else in turngym writes
 a marker by hand: it asks the registry.
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from chat.calls.call import ParsedTurn, ToolCall
-from chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
-from chat.calls.markers import MISTRAL
+from turngym.chat.calls.call import ParsedTurn, ToolCall
+from turngym.chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
+from turngym.chat.calls.markers import MISTRAL
 
 TAG = MISTRAL.opens[0]
 _V11_RE = re.compile(r"\s*([A-Za-z0-9_.\-]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?\[ARGS\]")

@@ -3,7 +3,7 @@
 Nothing is downloaded: the tokenizer is trained with the `tokenizers` library on text generated
 here (`corpus.py`, `tokenizer.py`), the model is randomly initialised from a config (`model.py`). The
 result is an ordinary Hugging Face directory (`AutoTokenizer` / `AutoModelForCausalLM.from_pretrained(path)`
-work offline). The engines default to it; `python -m engines.embedded_model [template]` builds it and
+work offline). The engines default to it; `python -m turngym.engines.embedded_model [template]` builds it and
 prints the path.
 
 Two chat-template families (`templates/*.jinja`, read by `chat_templates.py`) share the same tokenizer:
@@ -18,9 +18,9 @@ Importing this package loads no torch or transformers; building does.
 
 from __future__ import annotations
 
-from engines.embedded_model.chat_templates import CHAT_TEMPLATES
-from engines.embedded_model.model import MODEL_CONFIG, build_embedded_model
-from engines.embedded_model.tokenizer import SPECIAL_TOKENS, STOP_TOKENS, VOCAB_SIZE
+from turngym.engines.embedded_model.chat_templates import CHAT_TEMPLATES
+from turngym.engines.embedded_model.model import MODEL_CONFIG, build_embedded_model
+from turngym.engines.embedded_model.tokenizer import SPECIAL_TOKENS, STOP_TOKENS, VOCAB_SIZE
 
 __all__ = [
     "CHAT_TEMPLATES",
@@ -34,7 +34,7 @@ __all__ = [
 
 
 def main() -> None:
-    """`python -m engines.embedded_model [template]`: build and print the path."""
+    """`python -m turngym.engines.embedded_model [template]`: build and print the path."""
     import sys
 
     print(build_embedded_model(template=sys.argv[1] if len(sys.argv) > 1 else "chatml"))

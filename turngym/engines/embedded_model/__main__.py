@@ -1,5 +1,5 @@
-"""`python -m engines.embedded_model [template]`: build the embedded model and print its directory."""
+"""`python -m turngym.engines.embedded_model [template]`: build the embedded model and print its directory."""
 
-from engines.embedded_model import main
+from turngym.engines.embedded_model import main
 
 main()

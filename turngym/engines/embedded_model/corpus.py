@@ -7,7 +7,7 @@ import json
 import random
 from functools import cache
 
-from chat.calls.formats import write_calls
+from turngym.chat.calls.formats import write_calls
 
 
 def corpus(seed: int = 0, n_lines: int = 6000) -> list[str]:

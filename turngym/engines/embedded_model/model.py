@@ -9,9 +9,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from engines.embedded_model.chat_templates import CHAT_TEMPLATES
-from engines.embedded_model.corpus import corpus_digest
-from engines.embedded_model.tokenizer import (
+from turngym.engines.embedded_model.chat_templates import CHAT_TEMPLATES
+from turngym.engines.embedded_model.corpus import corpus_digest
+from turngym.engines.embedded_model.tokenizer import (
     QWEN2_PRETOKENIZE_REGEX,
     SPECIAL_TOKENS,
     STOP_TOKENS,

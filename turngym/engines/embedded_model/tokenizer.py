@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.embedded_model.corpus import corpus
+from turngym.engines.embedded_model.corpus import corpus
 
 SPECIAL_TOKENS = [
     "<|endoftext|>",
