@@ -259,6 +259,27 @@ def test_the_moved_paths_table_sees_every_package_table():
     )
 
 
+USER_FACING = ("envs", "tools", "interactions", "rollout", "trainer")
+
+
+def test_the_shared_layer_lives_under_turngym_and_nothing_takes_a_generic_name():
+    # What setuptools installs at the top level: the five user-facing packages and `turngym`, so a
+    # user's `common.py` (or `chat.py`, ...) in the working folder shadows none of ours.
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    include = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert sorted(pattern.rstrip("*") for pattern in include) == sorted([*USER_FACING, "turngym"])
+    assert all(package in USER_FACING or package.startswith("turngym.") for package in PACKAGES)
+    generic = ("common", "chat", "serving", "engines")
+    assert not [
+        name for name in generic if (ROOT / f"{name}.py").exists() or any((ROOT / name).rglob("*.py"))
+    ]
+    # `import turngym` loads nothing: each shared package is imported on its own.
+    tree = ast.parse((ROOT / "turngym" / "__init__.py").read_text(encoding="utf-8"))
+    assert not list(_imports(tree))
+
+
 def test_no_import_cycle():
     found = cycles(import_edges())
     assert not found, "import cycles between modules:\n" + "\n".join(" ↔ ".join(c) for c in found)
