@@ -10,6 +10,7 @@ is bounded wherever it enters. Each test replays an attack that worked on the co
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import httpx
@@ -235,3 +236,120 @@ def test_compose_still_takes_numbers_inside_the_bounds():
         ]
     )
     assert cfg.turngym.success_threshold == 0.5 and cfg.actor_rollout_ref.rollout.temperature == 0.01
+
+
+# --- files in a run folder someone else prepared -----------------------------------------------------
+
+PRECIOUS = "the user's own file\n"
+
+
+@pytest.fixture
+def planted(tmp_path):
+    """A run folder and, outside it, a file of the user's that the folder's links point at."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text(PRECIOUS)
+    run = tmp_path / "run"
+    run.mkdir()
+    return run, victim
+
+
+def _refused_in_one_line(call) -> str:
+    from trainer.run_files import RunFileError
+
+    with pytest.raises(RunFileError) as refused:
+        call()
+    message = str(refused.value)
+    assert "\n" not in message and ("symbolic link" in message or "FIFO" in message), message
+    return message
+
+
+def test_a_linked_run_lock_is_refused_and_its_target_untouched(planted):
+    from trainer.run_lock import RunLock, check_unlocked
+
+    run, victim = planted
+    (run / "run.lock").symlink_to(victim)
+    _refused_in_one_line(lambda: RunLock(run, command="python -m trainer.run").acquire())
+    _refused_in_one_line(lambda: check_unlocked(run))
+    assert victim.read_text() == PRECIOUS and (run / "run.lock").is_symlink()
+
+
+def test_a_linked_metrics_log_is_refused_and_its_target_untouched(planted):
+    from trainer.progress import MetricsLog
+
+    run, victim = planted
+    (run / "metrics.jsonl").symlink_to(victim)
+    log = MetricsLog(run / "metrics.jsonl")
+    _refused_in_one_line(lambda: log.append(1, {"reward": 1.0}))
+    _refused_in_one_line(lambda: log.truncate_after(0))
+    assert victim.read_text() == PRECIOUS
+
+
+def test_a_linked_halt_record_is_refused_and_its_target_untouched(planted):
+    from trainer.health_halt import HealthHalt, clear_halt, read_halt, write_halt
+
+    run, victim = planted
+    (run / "health_halt.json").symlink_to(victim)
+    _refused_in_one_line(lambda: write_halt(run, HealthHalt(3, "health/nonfinite_rewards 1 > 0", None)))
+    _refused_in_one_line(lambda: read_halt(run))
+    assert victim.read_text() == PRECIOUS
+    clear_halt(run)  # removes the link itself, never what it names
+    assert not (run / "health_halt.json").is_symlink() and victim.read_text() == PRECIOUS
+
+
+def test_a_linked_run_record_is_refused_and_its_target_untouched(planted):
+    from omegaconf import OmegaConf
+
+    from trainer.run_checks import write_run_record
+
+    run, victim = planted
+    (run / "run.json").symlink_to(victim)
+    cfg = OmegaConf.create({"turngym": {"output_dir": str(run)}})
+    _refused_in_one_line(lambda: write_run_record(cfg, {"env": "guess-number-v0"}))
+    assert victim.read_text() == PRECIOUS
+
+
+FIFO_CHECKS = {
+    "run.lock": "from trainer.run_lock import check_unlocked as check; check(sys.argv[1])",
+    "health_halt.json": "from trainer.health_halt import read_halt as check; check(sys.argv[1])",
+    "metrics.jsonl": "from trainer.progress import MetricsLog; MetricsLog(sys.argv[1] + '/metrics.jsonl').records()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIFO_CHECKS))
+def test_a_fifo_in_a_run_folder_is_refused_at_once_instead_of_hanging(tmp_path, name):
+    import os
+    import subprocess
+
+    from serving.loopback_server import ROOT
+
+    os.mkfifo(tmp_path / name)
+    script = f"import sys\n{FIFO_CHECKS[name]}"
+    try:
+        # A guard against the hang, not a speed figure: the old open() waited for a writer forever.
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a FIFO named {name} hung the check for 60 s")
+    assert done.returncode != 0 and f"{name} is a FIFO" in done.stderr, done.stderr[-2000:]
+    assert (tmp_path / name).exists()
+
+
+def test_run_folder_files_still_work_as_files(tmp_path):
+    from trainer.health_halt import HealthHalt, halt_exit_code, write_halt
+    from trainer.progress import MetricsLog
+    from trainer.run_lock import RunLock
+
+    with RunLock(tmp_path, command="python -m trainer.run"):
+        log = MetricsLog(tmp_path / "metrics.jsonl")
+        log.append(1, {"reward": 0.5})
+        log.append(2, {"reward": 0.7})
+        assert log.truncate_after(1) == 1 and [r["step"] for r in log.records()] == [1]
+        write_halt(tmp_path, HealthHalt(2, "health/kl 3 > 1", "ckpt/global_step_2"))
+        write_halt(tmp_path, HealthHalt(2, "health/kl 3 > 1", "ckpt/global_step_2"))  # over a file: replaced
+        assert halt_exit_code(tmp_path)[0] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["health_halt.json", "metrics.jsonl"]

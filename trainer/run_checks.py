@@ -24,6 +24,7 @@ from common.cli_errors import UsageError, check_output_file
 from rollout.episode_kind import EpisodeKind
 from rollout.episode_row import decode_kwargs
 from trainer.compose import ConfigError, env_entries
+from trainer.run_files import read_run_file, write_run_file
 
 RUN_RECORD = "run.json"
 # Files a Hugging Face model directory has; a tokenizer needs one of these.
@@ -139,7 +140,7 @@ def _data_identity(cfg: DictConfig) -> dict[str, Any] | str:
 def _checkpoint_dir(cfg: DictConfig) -> Path | None:
     ckpt = Path(str(cfg.trainer.default_local_dir)).expanduser()
     try:
-        step = int((ckpt / "latest_checkpointed_iteration.txt").read_text().strip())
+        step = int((read_run_file(ckpt / "latest_checkpointed_iteration.txt") or "").strip())
     except (OSError, ValueError):
         return None
     return ckpt / f"global_step_{step}"
@@ -197,7 +198,7 @@ def check_run_folder(cfg: DictConfig) -> None:
     new = run_identity(cfg)
     record = Path(str(cfg.turngym.output_dir)).expanduser() / RUN_RECORD
     try:
-        old = json.loads(record.read_text())
+        old = json.loads(read_run_file(record) or "")
     except (OSError, ValueError):
         old = _recorded_from_folder(cfg, checkpoint, new)
     differences = _differences(old, new)
@@ -217,12 +218,12 @@ def write_run_record(cfg: DictConfig, identity: dict[str, Any] | None = None) ->
     out = Path(str(cfg.turngym.output_dir)).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     record = out / RUN_RECORD
-    record.write_text(json.dumps(identity or run_identity(cfg), indent=1, sort_keys=True) + "\n")
+    write_run_file(record, json.dumps(identity or run_identity(cfg), indent=1, sort_keys=True) + "\n")
     try:
         resolved = OmegaConf.to_yaml(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - a key only the workers can resolve; keep the interpolations
         resolved = OmegaConf.to_yaml(cfg)
-    (out / "config.yaml").write_text(resolved)
+    write_run_file(out / "config.yaml", resolved)
     return record
 
 
