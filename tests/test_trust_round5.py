@@ -353,3 +353,109 @@ def test_run_folder_files_still_work_as_files(tmp_path):
         write_halt(tmp_path, HealthHalt(2, "health/kl 3 > 1", "ckpt/global_step_2"))  # over a file: replaced
         assert halt_exit_code(tmp_path)[0] == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["health_halt.json", "metrics.jsonl"]
+
+
+# --- a checkpoint folder a resume loads --------------------------------------------------------------
+
+CRAFTED = r"""
+import sys, torch
+
+class Evil:
+    def __reduce__(self):
+        return (exec, (f"open({sys.argv[2]!r}, 'w').write('ran')",))
+
+torch.save({"model.embed_tokens.weight": Evil()}, sys.argv[1])
+"""
+
+# What verl saves for a one-rank FSDP2 actor: DTensor weights and optimizer state, an extra state with
+# the lr scheduler and the RNG states (numpy's included), and the dataloader's state.
+GENUINE = r"""
+import random, sys, numpy as np, torch, torch.distributed as dist
+from pathlib import Path
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Shard, distribute_tensor
+
+step = Path(sys.argv[1])
+(step / "actor").mkdir(parents=True)
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[2]}", rank=0, world_size=1)
+mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("fsdp",))
+weight = distribute_tensor(torch.randn(8, 4), mesh, [Shard(0)])
+torch.save({"model.embed_tokens.weight": weight}, step / "actor" / "model_world_size_1_rank_0.pt")
+optim = {"state": {0: {"step": torch.tensor(1.0), "exp_avg": weight, "exp_avg_sq": weight}},
+         "param_groups": [{"lr": 1e-3, "betas": (0.9, 0.999), "params": [0]}]}
+torch.save(optim, step / "actor" / "optim_world_size_1_rank_0.pt")
+rng = {"cpu": torch.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate()}
+scheduler = {"base_lrs": [1e-3], "last_epoch": 1, "lr_lambdas": [None], "_last_lr": [1e-3]}
+torch.save({"lr_scheduler": scheduler, "rng": rng}, step / "actor" / "extra_state_world_size_1_rank_0.pt")
+torch.save({"_sampler_iter_state": {"samples_yielded": 8}, "_num_yielded": 2}, step / "data.pt")
+dist.destroy_process_group()
+"""
+
+
+def _resume_cfg(tmp_path, *overrides: str):
+    from trainer.compose import compose_config
+
+    out = tmp_path / "out"
+    return compose_config(["env=guess-number", f"turngym.output_dir={out}", "trainer.device=cpu", *overrides])
+
+
+def _crafted_step(folder, marker):
+    import subprocess
+
+    actor = folder / "actor"
+    actor.mkdir(parents=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CRAFTED, str(actor / "model_world_size_1_rank_0.pt"), str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return folder
+
+
+def test_a_resume_from_a_crafted_checkpoint_is_refused_before_anything_unpickles_it(tmp_path):
+    from trainer.compose import ConfigError
+    from trainer.run_checks import check_run
+
+    marker = tmp_path / "pwned"
+    step = _crafted_step(tmp_path / "given" / "global_step_1", marker)
+    cfg = _resume_cfg(tmp_path, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={step}")
+    with pytest.raises(ConfigError) as refused:
+        check_run(cfg)  # what trainer.run calls before Ray starts and verl loads the folder
+    message = str(refused.value)
+    assert "model_world_size_1_rank_0.pt" in message and "\n" not in message, message
+    assert "trust_checkpoint" in message and not marker.exists()
+
+
+def test_the_latest_checkpoint_of_a_prepared_run_folder_is_checked_as_well(tmp_path):
+    from trainer.compose import ConfigError
+    from trainer.run_checks import check_run
+
+    marker = tmp_path / "pwned"
+    cfg = _resume_cfg(tmp_path)
+    checkpoints = tmp_path / "out" / "checkpoints"
+    assert str(cfg.trainer.default_local_dir) == str(checkpoints)
+    _crafted_step(checkpoints / "global_step_2", marker)
+    (checkpoints / "latest_checkpointed_iteration.txt").write_text("2")
+    with pytest.raises(ConfigError, match="global_step_2/actor/model_world_size_1_rank_0.pt"):
+        check_run(cfg)
+    assert not marker.exists()
+
+
+def test_a_genuine_fsdp2_checkpoint_still_resumes(tmp_path):
+    import subprocess
+
+    from serving.loopback_server import free_port
+    from trainer.run_checks import check_resume_checkpoint
+
+    step = tmp_path / "given" / "global_step_1"
+    done = subprocess.run(
+        [sys.executable, "-c", GENUINE, str(step), str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cfg = _resume_cfg(tmp_path, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={step}")
+    check_resume_checkpoint(cfg)  # every file loads weights-only: no refusal
