@@ -426,6 +426,17 @@ def test_a_resume_from_a_crafted_checkpoint_is_refused_before_anything_unpickles
     message = str(refused.value)
     assert "model_world_size_1_rank_0.pt" in message and "\n" not in message, message
     assert "trust_checkpoint" in message and not marker.exists()
+    # The user's own word for a checkpoint they trust: the check steps aside (verl loads it as before).
+    from trainer.run_checks import check_resume_checkpoint
+
+    trusted = _resume_cfg(
+        tmp_path,
+        "trainer.resume_mode=resume_path",
+        f"trainer.resume_from_path={step}",
+        "+turngym.trust_checkpoint=true",
+    )
+    check_resume_checkpoint(trusted)
+    assert not marker.exists()
 
 
 def test_the_latest_checkpoint_of_a_prepared_run_folder_is_checked_as_well(tmp_path):
