@@ -10,6 +10,7 @@ is bounded wherever it enters. Each test replays an attack that worked on the co
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import httpx
@@ -235,3 +236,237 @@ def test_compose_still_takes_numbers_inside_the_bounds():
         ]
     )
     assert cfg.turngym.success_threshold == 0.5 and cfg.actor_rollout_ref.rollout.temperature == 0.01
+
+
+# --- files in a run folder someone else prepared -----------------------------------------------------
+
+PRECIOUS = "the user's own file\n"
+
+
+@pytest.fixture
+def planted(tmp_path):
+    """A run folder and, outside it, a file of the user's that the folder's links point at."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text(PRECIOUS)
+    run = tmp_path / "run"
+    run.mkdir()
+    return run, victim
+
+
+def _refused_in_one_line(call) -> str:
+    from trainer.run_files import RunFileError
+
+    with pytest.raises(RunFileError) as refused:
+        call()
+    message = str(refused.value)
+    assert "\n" not in message and ("symbolic link" in message or "FIFO" in message), message
+    return message
+
+
+def test_a_linked_run_lock_is_refused_and_its_target_untouched(planted):
+    from trainer.run_lock import RunLock, check_unlocked
+
+    run, victim = planted
+    (run / "run.lock").symlink_to(victim)
+    _refused_in_one_line(lambda: RunLock(run, command="python -m trainer.run").acquire())
+    _refused_in_one_line(lambda: check_unlocked(run))
+    assert victim.read_text() == PRECIOUS and (run / "run.lock").is_symlink()
+
+
+def test_a_linked_metrics_log_is_refused_and_its_target_untouched(planted):
+    from trainer.progress import MetricsLog
+
+    run, victim = planted
+    (run / "metrics.jsonl").symlink_to(victim)
+    log = MetricsLog(run / "metrics.jsonl")
+    _refused_in_one_line(lambda: log.append(1, {"reward": 1.0}))
+    _refused_in_one_line(lambda: log.truncate_after(0))
+    assert victim.read_text() == PRECIOUS
+
+
+def test_a_linked_halt_record_is_refused_and_its_target_untouched(planted):
+    from trainer.health_halt import HealthHalt, clear_halt, read_halt, write_halt
+
+    run, victim = planted
+    (run / "health_halt.json").symlink_to(victim)
+    _refused_in_one_line(lambda: write_halt(run, HealthHalt(3, "health/nonfinite_rewards 1 > 0", None)))
+    _refused_in_one_line(lambda: read_halt(run))
+    assert victim.read_text() == PRECIOUS
+    clear_halt(run)  # removes the link itself, never what it names
+    assert not (run / "health_halt.json").is_symlink() and victim.read_text() == PRECIOUS
+
+
+def test_a_linked_run_record_is_refused_and_its_target_untouched(planted):
+    from omegaconf import OmegaConf
+
+    from trainer.run_checks import write_run_record
+
+    run, victim = planted
+    (run / "run.json").symlink_to(victim)
+    cfg = OmegaConf.create({"turngym": {"output_dir": str(run)}})
+    _refused_in_one_line(lambda: write_run_record(cfg, {"env": "guess-number-v0"}))
+    assert victim.read_text() == PRECIOUS
+
+
+FIFO_CHECKS = {
+    "run.lock": "from trainer.run_lock import check_unlocked as check; check(sys.argv[1])",
+    "health_halt.json": "from trainer.health_halt import read_halt as check; check(sys.argv[1])",
+    "metrics.jsonl": "from trainer.progress import MetricsLog; MetricsLog(sys.argv[1] + '/metrics.jsonl').records()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIFO_CHECKS))
+def test_a_fifo_in_a_run_folder_is_refused_at_once_instead_of_hanging(tmp_path, name):
+    import os
+    import subprocess
+
+    from turngym.serving.loopback_server import ROOT
+
+    os.mkfifo(tmp_path / name)
+    script = f"import sys\n{FIFO_CHECKS[name]}"
+    try:
+        # A guard against the hang, not a speed figure: the old open() waited for a writer forever.
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a FIFO named {name} hung the check for 60 s")
+    assert done.returncode != 0 and f"{name} is a FIFO" in done.stderr, done.stderr[-2000:]
+    assert (tmp_path / name).exists()
+
+
+def test_run_folder_files_still_work_as_files(tmp_path):
+    from trainer.health_halt import HealthHalt, halt_exit_code, write_halt
+    from trainer.progress import MetricsLog
+    from trainer.run_lock import RunLock
+
+    with RunLock(tmp_path, command="python -m trainer.run"):
+        log = MetricsLog(tmp_path / "metrics.jsonl")
+        log.append(1, {"reward": 0.5})
+        log.append(2, {"reward": 0.7})
+        assert log.truncate_after(1) == 1 and [r["step"] for r in log.records()] == [1]
+        write_halt(tmp_path, HealthHalt(2, "health/kl 3 > 1", "ckpt/global_step_2"))
+        write_halt(tmp_path, HealthHalt(2, "health/kl 3 > 1", "ckpt/global_step_2"))  # over a file: replaced
+        assert halt_exit_code(tmp_path)[0] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["health_halt.json", "metrics.jsonl"]
+
+
+# --- a checkpoint folder a resume loads --------------------------------------------------------------
+
+CRAFTED = r"""
+import sys, torch
+
+class Evil:
+    def __reduce__(self):
+        return (exec, (f"open({sys.argv[2]!r}, 'w').write('ran')",))
+
+torch.save({"model.embed_tokens.weight": Evil()}, sys.argv[1])
+"""
+
+# What verl saves for a one-rank FSDP2 actor: DTensor weights and optimizer state, an extra state with
+# the lr scheduler and the RNG states (numpy's included), and the dataloader's state.
+GENUINE = r"""
+import random, sys, numpy as np, torch, torch.distributed as dist
+from pathlib import Path
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Shard, distribute_tensor
+
+step = Path(sys.argv[1])
+(step / "actor").mkdir(parents=True)
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[2]}", rank=0, world_size=1)
+mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("fsdp",))
+weight = distribute_tensor(torch.randn(8, 4), mesh, [Shard(0)])
+torch.save({"model.embed_tokens.weight": weight}, step / "actor" / "model_world_size_1_rank_0.pt")
+optim = {"state": {0: {"step": torch.tensor(1.0), "exp_avg": weight, "exp_avg_sq": weight}},
+         "param_groups": [{"lr": 1e-3, "betas": (0.9, 0.999), "params": [0]}]}
+torch.save(optim, step / "actor" / "optim_world_size_1_rank_0.pt")
+rng = {"cpu": torch.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate()}
+scheduler = {"base_lrs": [1e-3], "last_epoch": 1, "lr_lambdas": [None], "_last_lr": [1e-3]}
+torch.save({"lr_scheduler": scheduler, "rng": rng}, step / "actor" / "extra_state_world_size_1_rank_0.pt")
+torch.save({"_sampler_iter_state": {"samples_yielded": 8}, "_num_yielded": 2}, step / "data.pt")
+dist.destroy_process_group()
+"""
+
+
+def _resume_cfg(tmp_path, *overrides: str):
+    from trainer.compose import compose_config
+
+    out = tmp_path / "out"
+    return compose_config(["env=guess-number", f"turngym.output_dir={out}", "trainer.device=cpu", *overrides])
+
+
+def _crafted_step(folder, marker):
+    import subprocess
+
+    actor = folder / "actor"
+    actor.mkdir(parents=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CRAFTED, str(actor / "model_world_size_1_rank_0.pt"), str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return folder
+
+
+def test_a_resume_from_a_crafted_checkpoint_is_refused_before_anything_unpickles_it(tmp_path):
+    from trainer.compose import ConfigError
+    from trainer.run_checks import check_run
+
+    marker = tmp_path / "pwned"
+    step = _crafted_step(tmp_path / "given" / "global_step_1", marker)
+    cfg = _resume_cfg(tmp_path, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={step}")
+    with pytest.raises(ConfigError) as refused:
+        check_run(cfg)  # what trainer.run calls before Ray starts and verl loads the folder
+    message = str(refused.value)
+    assert "model_world_size_1_rank_0.pt" in message and "\n" not in message, message
+    assert "trust_checkpoint" in message and not marker.exists()
+    # The user's own word for a checkpoint they trust: the check steps aside (verl loads it as before).
+    from trainer.run_checks import check_resume_checkpoint
+
+    trusted = _resume_cfg(
+        tmp_path,
+        "trainer.resume_mode=resume_path",
+        f"trainer.resume_from_path={step}",
+        "+turngym.trust_checkpoint=true",
+    )
+    check_resume_checkpoint(trusted)
+    assert not marker.exists()
+
+
+def test_the_latest_checkpoint_of_a_prepared_run_folder_is_checked_as_well(tmp_path):
+    from trainer.compose import ConfigError
+    from trainer.run_checks import check_run
+
+    marker = tmp_path / "pwned"
+    cfg = _resume_cfg(tmp_path)
+    checkpoints = tmp_path / "out" / "checkpoints"
+    assert str(cfg.trainer.default_local_dir) == str(checkpoints)
+    _crafted_step(checkpoints / "global_step_2", marker)
+    (checkpoints / "latest_checkpointed_iteration.txt").write_text("2")
+    with pytest.raises(ConfigError, match="global_step_2/actor/model_world_size_1_rank_0.pt"):
+        check_run(cfg)
+    assert not marker.exists()
+
+
+def test_a_genuine_fsdp2_checkpoint_still_resumes(tmp_path):
+    import subprocess
+
+    from trainer.run_checks import check_resume_checkpoint
+    from turngym.serving.loopback_server import free_port
+
+    step = tmp_path / "given" / "global_step_1"
+    done = subprocess.run(
+        [sys.executable, "-c", GENUINE, str(step), str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cfg = _resume_cfg(tmp_path, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={step}")
+    check_resume_checkpoint(cfg)  # every file loads weights-only: no refusal

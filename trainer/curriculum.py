@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trainer.run_files import read_run_file, write_run_file
 
 LEVELS = ("easy", "medium", "hard")
 STATE_FILE = "curriculum.json"
@@ -244,15 +245,13 @@ class Curriculum:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / STATE_FILE
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.state_dict(), indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        write_run_file(path, json.dumps(self.state_dict(), indent=1, sort_keys=True))  # a new file, renamed
         return path
 
     def load(self, folder: str | Path) -> bool:
         """Load ``<folder>/curriculum.json`` if it exists; True when it did."""
-        path = Path(folder) / STATE_FILE
-        if not path.exists():
+        text = read_run_file(Path(folder) / STATE_FILE)
+        if text is None:
             return False
-        self.load_state_dict(json.loads(path.read_text()))
+        self.load_state_dict(json.loads(text))
         return True

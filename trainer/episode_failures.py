@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.episode_result import EpisodeResult
+from trainer.run_files import RunFileError, read_run_file, remove_run_file, write_run_file
 
 FAILED_METRIC = "turngym/episodes_failed"
 REPLAYED_METRIC = "turngym/episodes_replayed"
@@ -76,15 +77,15 @@ def stop_path(output_dir: str | Path) -> Path:
 def traceback_lines(output_dir: str | Path) -> list[str]:
     """The first failed episode's traceback, one string per line ([] when no episode failed yet)."""
     try:
-        return failure_path(output_dir).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        return (read_run_file(failure_path(output_dir)) or "").splitlines()
+    except (OSError, RunFileError):  # a link or FIFO there is nobody's traceback
         return []
 
 
 def forget_failures(output_dir: str | Path) -> None:
     """A new command of the run starts: its first failure and its stop are its own."""
-    failure_path(output_dir).unlink(missing_ok=True)
-    stop_path(output_dir).unlink(missing_ok=True)
+    remove_run_file(failure_path(output_dir))
+    remove_run_file(stop_path(output_dir))
 
 
 class AllEpisodesFailed(Exception):
@@ -106,7 +107,7 @@ class AllEpisodesFailed(Exception):
 def write_stop(output_dir: str | Path, stop: AllEpisodesFailed) -> Path:
     """Record the stop in the run's folder for trainer.run, which reads it once Ray is down."""
     path = stop_path(output_dir)
-    path.write_text(json.dumps({"where": stop.where, "failed": stop.failed, "line": stop.line()}) + "\n")
+    write_run_file(path, json.dumps({"where": stop.where, "failed": stop.failed, "line": stop.line()}) + "\n")
     return path
 
 
@@ -114,8 +115,10 @@ def stop_exit(output_dir: str | Path) -> tuple[int, str | None]:
     """``(1, reason line)`` when the last training of the run in `output_dir` stopped because every
     episode failed, else ``(0, None)``."""
     try:
-        record = json.loads(stop_path(output_dir).read_text())
+        record = json.loads(read_run_file(stop_path(output_dir)) or "")
     except (OSError, ValueError):
+        return 0, None
+    if not isinstance(record, dict):
         return 0, None
     return ALL_FAILED_EXIT_CODE, str(record.get("line") or "every episode failed")
 

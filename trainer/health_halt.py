@@ -4,7 +4,9 @@ the record it leaves in the run's folder, and the exit code ``python -m trainer.
 The trainer saves a checkpoint of the halting step, writes ``<turngym.output_dir>/health_halt.json``
 and ends training normally; ``trainer.run`` reads the record once Ray is down, prints its reason in
 one line on stderr and exits with ``HALT_EXIT_CODE``. The next run of the same command removes the
-record and resumes from that checkpoint (and halts again if the cause is still there).
+record and resumes from that checkpoint (and halts again if the cause is still there). The record is a
+run-folder file like any other (``trainer/run_files.py``): written through a new file renamed over it,
+read without following a link, and a link, FIFO or folder in its place is refused in one line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from trainer.run_files import read_run_file, remove_run_file, write_run_file
 
 HALT_EXIT_CODE = 3
 HALT_FILE = "health_halt.json"
@@ -44,23 +48,27 @@ def write_halt(output_dir: str | Path, halt: HealthHalt) -> Path:
     path = halt_path(output_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"step": halt.step, "reason": halt.reason, "checkpoint": halt.checkpoint, "line": halt.line()}
-    path.write_text(json.dumps(record) + "\n")
+    write_run_file(path, json.dumps(record) + "\n")  # never through a link planted in the folder
     return path
 
 
 def read_halt(output_dir: str | Path) -> dict[str, Any] | None:
-    """The halt record of the run in `output_dir`, or None when its last training did not halt."""
+    """The halt record of the run in `output_dir`, or None when its last training did not halt.
+
+    Raises:
+        RunFileError: a link, FIFO or folder stands where the record would be (one line).
+    """
     path = halt_path(output_dir)
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(read_run_file(path) or "")  # RunFileError (a UsageError) goes through
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and record.get("line") else None
 
 
 def clear_halt(output_dir: str | Path) -> None:
-    """Forget an earlier halt (a new training of the run starts)."""
-    halt_path(output_dir).unlink(missing_ok=True)
+    """Forget an earlier halt (a new training of the run starts); a link there is removed, not followed."""
+    remove_run_file(halt_path(output_dir))
 
 
 def halt_exit_code(output_dir: str | Path) -> tuple[int, str | None]:

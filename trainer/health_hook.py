@@ -27,6 +27,7 @@ from trainer.batch_field import batch_field
 from trainer.health import SAMPLED_ENTROPY_KEY, step_health
 from trainer.health_guard import HealthGuard
 from trainer.health_halt import HealthHalt, clear_halt, write_halt
+from trainer.run_files import RunFileError, read_run_file, write_run_file
 from trainer.sample_objects import sample_objects
 
 HEALTH_SECONDS = "timing_s/turngym_health"
@@ -168,7 +169,8 @@ class HealthTrainerMixin:
         # Before verl's own save, as the curriculum's: a latest checkpoint holds its step's temperature.
         folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / ADAPT_FILE).write_text(json.dumps({"sampling_temperature": self.sampling_temperature}))
+        # run_files: a link or FIFO planted in a run folder is refused, not followed
+        write_run_file(folder / ADAPT_FILE, json.dumps({"sampling_temperature": self.sampling_temperature}))
         super()._save_checkpoint()
 
     def _load_checkpoint(self) -> None:
@@ -207,8 +209,9 @@ def sampled_entropy(logprobs: Any, mask: Any, keep: np.ndarray) -> float | None:
 def adapted_temperature(folder: str | Path) -> float | None:
     """The sampling temperature on_collapse=adapt left in a checkpoint folder (None: none or unreadable)."""
     try:
-        value = json.loads((Path(folder) / ADAPT_FILE).read_text())["sampling_temperature"]
-    except (OSError, ValueError, KeyError, TypeError):
+        text = read_run_file(Path(folder) / ADAPT_FILE)
+        value = json.loads(text)["sampling_temperature"] if text is not None else None
+    except (OSError, ValueError, KeyError, TypeError, RunFileError):
         return None
     # A file in a folder someone else prepared is data: only a finite, bounded temperature is taken.
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3:

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from rollout.episode_result import EpisodeResult
+from trainer.run_files import append_run_file, read_run_file, write_run_file
 
 # verl metric names the progress line reads.
 REWARD_KEY = "critic/score/mean"
@@ -98,17 +99,22 @@ def progress_line(step: int, total: int, metrics: dict[str, Any]) -> str:
 
 
 class MetricsLog:
-    """Append-only JSONL of {"step", "kind", **metrics}; `truncate_after(step)` drops steps a resume redoes."""
+    """Append-only JSONL of {"step", "kind", **metrics}; `truncate_after(step)` drops steps a resume redoes.
+
+    The file is a run-folder file (``trainer/run_files.py``): never written through a link, never opened
+    if it is a FIFO; either raises ``RunFileError`` in one line.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
     def truncate_after(self, step: int) -> int:
         """Keep only records with step <= `step`; return how many were dropped."""
-        if not self.path.exists():
+        text = read_run_file(self.path)
+        if text is None:
             return 0
         kept, dropped = [], 0
-        for line in self.path.read_text().splitlines():
+        for line in text.splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
@@ -118,7 +124,7 @@ class MetricsLog:
                 kept.append(line)
             else:
                 dropped += 1
-        self.path.write_text("".join(k + "\n" for k in kept))
+        write_run_file(self.path, "".join(k + "\n" for k in kept))
         return dropped
 
     def append(self, step: int, metrics: dict[str, Any], kind: str = "train") -> None:
@@ -126,15 +132,15 @@ class MetricsLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         record = {"step": step, "kind": kind}
         record.update({k: v for k, v in ((k, _plain(v)) for k, v in metrics.items()) if v is not None})
-        with self.path.open("a") as f:
-            f.write(json.dumps(record) + "\n")
+        append_run_file(self.path, json.dumps(record) + "\n")
 
     def records(self, kind: str | None = None) -> list[dict[str, Any]]:
         """All records (optionally of one kind), in file order."""
-        if not self.path.exists():
+        text = read_run_file(self.path)
+        if text is None:
             return []
         out = []
-        for line in self.path.read_text().splitlines():
+        for line in text.splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:

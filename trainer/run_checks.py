@@ -6,6 +6,13 @@ refused (resuming it would load checkpoints of another run, or train on other ro
 that differ and the ways to start afresh. Folders from before the record are read from what they hold
 (the dataset's env ids and kwargs, whether the checkpoint has a critic).
 
+A resume loads the checkpoint's ``.pt`` files with verl's ``torch.load(weights_only=False)``, which runs
+any code a pickle carries: a crafted ``model_world_size_1_rank_0.pt`` in a folder given as
+``trainer.resume_from_path`` (or planted as the latest checkpoint of ``turngym.output_dir``) ran. Before
+Ray starts, ``check_resume_checkpoint`` loads each of them with torch's weights-only unpickler (tensors,
+DTensors, plain containers and the numpy RNG state verl saves) and refuses the resume in one line
+otherwise; ``+turngym.trust_checkpoint=true`` skips that for a checkpoint whose origin the user vouches for.
+
 ``turngym.run_name=NAME`` starts a fresh run beside the default one: its folder is
 ``<turngym.output_dir>/runs/NAME`` (``outputs/<env name>/runs/NAME`` by default); without it the run's
 folder is ``turngym.output_dir`` itself, as before.
@@ -23,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from rollout.episode_kind import EpisodeKind
 from rollout.episode_row import decode_kwargs
 from trainer.compose import ConfigError, env_entries
+from trainer.run_files import read_run_file, write_run_file
 from turngym.common.cli_errors import UsageError, check_output_file
 
 RUN_RECORD = "run.json"
@@ -139,7 +147,7 @@ def _data_identity(cfg: DictConfig) -> dict[str, Any] | str:
 def _checkpoint_dir(cfg: DictConfig) -> Path | None:
     ckpt = Path(str(cfg.trainer.default_local_dir)).expanduser()
     try:
-        step = int((ckpt / "latest_checkpointed_iteration.txt").read_text().strip())
+        step = int((read_run_file(ckpt / "latest_checkpointed_iteration.txt") or "").strip())
     except (OSError, ValueError):
         return None
     return ckpt / f"global_step_{step}"
@@ -197,7 +205,7 @@ def check_run_folder(cfg: DictConfig) -> None:
     new = run_identity(cfg)
     record = Path(str(cfg.turngym.output_dir)).expanduser() / RUN_RECORD
     try:
-        old = json.loads(record.read_text())
+        old = json.loads(read_run_file(record) or "")
     except (OSError, ValueError):
         old = _recorded_from_folder(cfg, checkpoint, new)
     differences = _differences(old, new)
@@ -217,12 +225,12 @@ def write_run_record(cfg: DictConfig, identity: dict[str, Any] | None = None) ->
     out = Path(str(cfg.turngym.output_dir)).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     record = out / RUN_RECORD
-    record.write_text(json.dumps(identity or run_identity(cfg), indent=1, sort_keys=True) + "\n")
+    write_run_file(record, json.dumps(identity or run_identity(cfg), indent=1, sort_keys=True) + "\n")
     try:
         resolved = OmegaConf.to_yaml(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - a key only the workers can resolve; keep the interpolations
         resolved = OmegaConf.to_yaml(cfg)
-    (out / "config.yaml").write_text(resolved)
+    write_run_file(out / "config.yaml", resolved)
     return record
 
 
@@ -235,6 +243,7 @@ def check_run(cfg: DictConfig) -> None:
     if cfg.turngym.model:
         check_model_dir(str(cfg.turngym.model))
     check_run_folder(cfg)
+    check_resume_checkpoint(cfg)
     from trainer.env_server_check import check_env_servers
 
     check_env_servers(cfg)
@@ -256,3 +265,90 @@ def check_output_dirs(cfg: DictConfig) -> None:
             check_output_file(folder / "run.json", key)
         except UsageError as exc:
             raise ConfigError(str(exc)) from None
+
+
+# Folders of a verl checkpoint whose .pt files a resume loads (actor, critic; data.pt beside them).
+_CHECKPOINT_PARTS = (".", "actor", "critic")
+
+
+def resume_checkpoint(cfg: DictConfig) -> Path | None:
+    """The checkpoint folder (``global_step_N``) verl's resume will load, or None when it loads none.
+
+    ``trainer.resume_mode=resume_path``: ``trainer.resume_from_path``; ``auto``: the latest checkpoint of
+    ``trainer.default_local_dir``; ``disable``: none.
+    """
+    mode = str(cfg.trainer.resume_mode)
+    if mode == "disable":
+        return None
+    if mode == "resume_path":
+        given = cfg.trainer.get("resume_from_path")
+        return Path(str(given)).expanduser() if given else None
+    return _checkpoint_dir(cfg)
+
+
+def _weights_only_globals() -> list[Any]:
+    """What a verl checkpoint holds besides tensors and plain containers: numpy's RNG state (extra_state)."""
+    import numpy as np
+
+    core = getattr(np, "_core", None) or np.core
+    return [core.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+
+
+def _load_weights_only(path: Path) -> None:
+    import torch
+    import torch.distributed.tensor  # noqa: F401  (registers DTensor with the weights-only unpickler)
+
+    with torch.serialization.safe_globals(_weights_only_globals()):
+        try:
+            # mmap: the tensors are mapped, not read, so an optimizer of gigabytes costs no memory.
+            torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:  # (a refused pickle is an UnpicklingError, not caught here)
+            if "mmap" not in str(exc):
+                raise
+            torch.load(path, map_location="cpu", weights_only=True)  # a file of torch's old format
+
+
+def check_resume_checkpoint(cfg: DictConfig) -> None:
+    """Refuse, in one line, a resume from a checkpoint whose ``.pt`` files are not loadable weights-only.
+
+    Args:
+        cfg: the composed training config (``trainer.resume_mode``, ``trainer.resume_from_path``,
+            ``trainer.default_local_dir``; ``turngym.trust_checkpoint`` skips the check).
+
+    Raises:
+        ConfigError: a file holds more than tensors and plain data (loading it could run code it carries),
+            or cannot be read as a checkpoint at all.
+    """
+    if cfg.turngym.get("trust_checkpoint", False):
+        return
+    folder = resume_checkpoint(cfg)
+    if folder is None or not folder.is_dir():
+        return
+    files = sorted({p for part in _CHECKPOINT_PARTS for p in (folder / part).glob("*.pt")})
+    if not files:
+        return
+    import logging
+    import pickle
+
+    from turngym.common.cli_errors import one_line
+
+    # Unpickling a DeviceMesh outside a process group logs a warning about torch.compile: not ours.
+    mesh_log = logging.getLogger("torch.distributed.device_mesh")
+    level = mesh_log.level
+    mesh_log.setLevel(logging.ERROR)
+    try:
+        for path in files:
+            try:
+                _load_weights_only(path)
+            except pickle.UnpicklingError:
+                raise ConfigError(
+                    f"{path}: this checkpoint file holds more than tensors, and resuming would load it with "
+                    "the full unpickler, which runs any code it carries; not resumed. If you trust where "
+                    "this checkpoint came from, add +turngym.trust_checkpoint=true"
+                ) from None
+            except Exception as exc:  # noqa: BLE001 - a torn or foreign file: verl would fail on it later
+                raise ConfigError(
+                    f"{path}: cannot be read as a checkpoint ({one_line(exc)}); not resumed"
+                ) from None
+    finally:
+        mesh_log.setLevel(level)

@@ -6,6 +6,8 @@ lives, with its PID, host, start time and command written in the file; a second 
 naming that process. The kernel drops the lock when the process dies however it ends (SIGKILL, a
 crash), so a lock file left by a killed run is stale by construction: the next run takes it over and
 says so. A run that stops before it wrote anything removes the lock file and the folder it made for it.
+The lock file is opened without following a link and refused in one line unless it is a regular file
+(``trainer/run_files.py``): a planted link made a run overwrite the file it named, a FIFO hung the check.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config_error import ConfigError
+from trainer.run_files import open_run_file, read_run_file
 
 LOCK_FILE = "run.lock"
 
 
 def _holder(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
+        holder = json.loads(read_run_file(path) or "")
     except (OSError, ValueError):
         return {}
+    return holder if isinstance(holder, dict) else {}
 
 
 def _describe(holder: dict[str, Any]) -> str:
@@ -48,10 +52,13 @@ def _busy_message(folder: Path, holder: dict[str, Any]) -> str:
 
 
 def _can_lock(path: Path) -> bool:
-    """Whether no live process holds the lock (probed on a separate descriptor, released at once)."""
+    """Whether no live process holds the lock (probed on a separate descriptor, released at once).
+
+    A link or a FIFO in its place raises RunFileError (opening a FIFO used to wait for a writer forever).
+    """
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        fd = open_run_file(path, os.O_RDONLY)
+    except FileNotFoundError:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -69,7 +76,7 @@ def check_unlocked(folder: str | Path) -> None:
         folder: the run folder (``turngym.output_dir``).
     """
     path = Path(folder).expanduser() / LOCK_FILE
-    if path.exists() and not _can_lock(path):
+    if os.path.lexists(path) and not _can_lock(path):
         raise ConfigError(_busy_message(Path(folder).expanduser(), _holder(path)))
 
 
@@ -108,7 +115,12 @@ class RunLock:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._made = missing
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                # Never through a link (it truncated the file it named) nor on a FIFO (it hung).
+                fd = open_run_file(self.path, os.O_RDWR | os.O_CREAT)
+            except Exception:
+                self._undo_folder()
+                raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -117,7 +129,7 @@ class RunLock:
                 raise ConfigError(_busy_message(self.folder, _holder(self.path))) from None
             # A run that ended between our open and our lock unlinked the file we hold: lock the new one.
             try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                same = os.fstat(fd).st_ino == os.lstat(self.path).st_ino
             except FileNotFoundError:
                 same = False
             if same:

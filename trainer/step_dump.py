@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from rollout.episode_budgets import run_turn_limit
+from trainer.run_files import replacing_run_file
 from trainer.sample_objects import sample_objects
 
 DUMP_SECONDS = "timing_s/turngym_dump"
@@ -176,7 +177,7 @@ class StepDumpTrainerMixin:
         order = sorted(range(n), key=lambda i: _sort_key(str(batch.keys[i])))
         path = dump_path(str(self.config.turngym.output_dir), step)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
+        with replacing_run_file(path) as f:  # a reader never sees half a step; no link is written through
             for i in order:
                 if batch.tags[i].get("is_padding", False):
                     continue
@@ -184,7 +185,6 @@ class StepDumpTrainerMixin:
                 f.write(
                     json.dumps(episode_record(sample, step, tokenizer, max_turns), ensure_ascii=False) + "\n"
                 )
-        os.replace(path + ".tmp", path)  # a reader never sees half a step
         return path
 
 

@@ -156,3 +156,10 @@ def test_the_sampled_entropy_is_minus_the_mean_log_prob_of_generated_tokens():
     )
     both = {"turngym/sampled_entropy": 0.01, "actor/entropy_loss": 0.7}
     assert step_health(fields, [0.0, 1.0], None, 0, both)["health/entropy"] == 0.7
+
+
+def test_a_linked_adapt_file_is_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text('{"sampling_temperature": 1.4}')
+    (tmp_path / ADAPT_FILE).symlink_to(victim)
+    assert adapted_temperature(tmp_path) is None
