@@ -48,16 +48,13 @@ def phase_bounds(run: Path) -> list[str]:
     """Lines: per phase the median measured seconds, the bound at this CPU's rates, and their ratio."""
     from omegaconf import OmegaConf
 
+    from trainer.progress import MetricsLog
     from turngym.engines.compute_dtype import cpu_name, measure_matmul_rates
 
     config = OmegaConf.load(run / "config.yaml")
     dtype = str(config.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype)
     params = parameter_count(config.actor_rollout_ref.model.path)
-    train = [
-        json.loads(line)
-        for line in (run / "metrics.jsonl").read_text().splitlines()
-        if line.strip() and json.loads(line).get("kind") == "train"
-    ]
+    train = MetricsLog(run / "metrics.jsonl").records("train")
     if not train:
         return [f"{run}: no training step in metrics.jsonl"]
     episodes = int(config.data.train_batch_size) * int(config.actor_rollout_ref.rollout.n)
