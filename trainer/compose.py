@@ -146,12 +146,22 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
 
 
 ACTOR_PARAM_DTYPE = "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype"
+BYPASS_MODE = "algorithm.rollout_correction.bypass_mode"
+# The CPU rollout engine's dtype (HFEngine loads fp32): in bypass mode its log-probs are the old policy's.
+CPU_ROLLOUT_DTYPE = "fp32"
 
 
 def apply_compute_dtype(cfg: DictConfig, user_keys: set[str]) -> None:
     """On a CPU, set the actor's compute dtype from ``turngym.compute_dtype`` (auto: what this CPU runs fast).
 
-    A ``param_dtype`` given on the command line wins; on a GPU verl's defaults stay.
+    In bypass mode the importance ratio compares the actor's log-probs with the fp32 rollout's, so a
+    bf16 actor would put bf16 rounding into every ratio (round 5: 5-12x fp32's clip fraction at the
+    first and only update of a step, and 0 of 4 bf16 runs met the criterion against 2 of 2 in fp32).
+    ``auto`` therefore keeps the actor in fp32 there; the warm start, which has no ratio, still takes
+    the measured choice (`warm_start_compute_dtype`). A forced ``bf16`` trains the actor in bf16 and
+    turns bypass off, so verl recomputes the old log-probs with the actor (one forward pass per step),
+    unless ``bypass_mode`` is on the command line too. A ``param_dtype`` on the command line wins; on a
+    GPU verl's defaults stay.
     """
     from turngym.engines.compute_dtype import CHOICES, choose_compute_dtype
 
@@ -160,9 +170,26 @@ def apply_compute_dtype(cfg: DictConfig, user_keys: set[str]) -> None:
         raise ConfigError(f"turngym.compute_dtype={requested!r}: give one of {', '.join(CHOICES)}")
     if cfg.trainer.device != "cpu" or ACTOR_PARAM_DTYPE in user_keys:
         return
-    cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype = choose_compute_dtype(
-        requested
-    ).dtype
+    dtype = choose_compute_dtype(requested).dtype
+    if dtype != CPU_ROLLOUT_DTYPE and _bypass_mode(cfg):
+        if requested == "auto":
+            dtype = CPU_ROLLOUT_DTYPE
+        elif BYPASS_MODE not in user_keys:
+            cfg.algorithm.rollout_correction.bypass_mode = False
+    cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype = dtype
+
+
+def _bypass_mode(cfg: DictConfig) -> bool:
+    return bool(OmegaConf.select(cfg, BYPASS_MODE, default=False))
+
+
+def warm_start_compute_dtype(cfg: DictConfig) -> str:
+    """The warm start's compute dtype: ``turngym.compute_dtype``'s choice on a CPU (no ratio to keep exact)."""
+    from turngym.engines.compute_dtype import choose_compute_dtype
+
+    if cfg.trainer.device != "cpu":
+        return "fp32"
+    return choose_compute_dtype(str(cfg.turngym.get("compute_dtype", "auto"))).dtype
 
 
 def compute_dtype_line(cfg: DictConfig) -> str | None:
@@ -171,12 +198,26 @@ def compute_dtype_line(cfg: DictConfig) -> str | None:
 
     if cfg.trainer.device != "cpu":
         return None
-    chosen = str(cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype)
+    actor = str(cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype)
     requested = str(cfg.turngym.get("compute_dtype", "auto"))
     choice = choose_compute_dtype(requested)
-    if chosen != choice.dtype:
-        return f"compute dtype {chosen} ({ACTOR_PARAM_DTYPE}={chosen} on the command line)"
-    return choice.line()
+    if actor == choice.dtype:
+        line = choice.line()
+    elif requested == "auto" and actor == CPU_ROLLOUT_DTYPE and _bypass_mode(cfg):
+        line = (
+            f"compute dtype {choice.dtype} for the warm start, fp32 for the actor: its log-probs are compared "
+            f"with the fp32 rollout's (bypass_mode); measured on this CPU: {choice.rates.line()} "
+            "(turngym.compute_dtype=bf16 trains the actor in bf16 and recomputes the old log-probs)"
+        )
+    else:
+        return f"compute dtype {actor} ({ACTOR_PARAM_DTYPE}={actor} on the command line)"
+    if actor != CPU_ROLLOUT_DTYPE and _bypass_mode(cfg):
+        line += "; bypass_mode=true on the command line: every ratio carries the bf16 actor's rounding"
+    elif actor != CPU_ROLLOUT_DTYPE:
+        line += (
+            "; old log-probs recomputed by the actor (bypass_mode off: the fp32 rollout's differ by rounding)"
+        )
+    return line
 
 
 def import_user_modules(modules: list[str]) -> None:

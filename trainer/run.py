@@ -40,6 +40,7 @@ from trainer.compose import (
     compute_dtype_line,
     env_entries,
     turn_limit_notes,
+    warm_start_compute_dtype,
 )
 from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
@@ -251,9 +252,7 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
             expert_share=float(ws.expert_share),
             other_player=str(ws.other_player),
             engine=warm_start_engine(cfg),
-            compute_dtype=str(cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype)
-            if cfg.trainer.device == "cpu"
-            else "fp32",
+            compute_dtype=warm_start_compute_dtype(cfg),
         )
         print(
             f"[turngym] warm start done in {report['seconds']:.0f} s: loss {report['loss_first']:.3f} -> "

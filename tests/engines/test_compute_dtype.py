@@ -4,9 +4,17 @@ the trainer's actor (and nothing on a GPU) takes the choice."""
 from __future__ import annotations
 
 import pytest
+from omegaconf import OmegaConf
 
-from trainer.compose import ACTOR_PARAM_DTYPE, compose_config, compute_dtype_line
+from trainer.compose import (
+    ACTOR_PARAM_DTYPE,
+    BYPASS_MODE,
+    compose_config,
+    compute_dtype_line,
+    warm_start_compute_dtype,
+)
 from trainer.config_error import ConfigError
+from turngym.engines import compute_dtype
 from turngym.engines.compute_dtype import (
     BF16_MIN_SPEEDUP,
     MatmulRates,
@@ -39,7 +47,44 @@ def test_a_forced_dtype_measures_nothing_and_reaches_the_actor(forced):
     assert choose_compute_dtype(forced).rates is None
     cfg = compose_config(["env=guess-number", "trainer.device=cpu", f"turngym.compute_dtype={forced}"])
     assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == forced
-    assert compute_dtype_line(cfg) == f"compute dtype {forced} (turngym.compute_dtype={forced})"
+    assert compute_dtype_line(cfg).startswith(f"compute dtype {forced} (turngym.compute_dtype={forced})")
+    assert warm_start_compute_dtype(cfg) == forced
+
+
+SMOLLM2 = ["env=guess-number-shaped", "model=smollm2-135m-instruct", "trainer.device=cpu"]
+
+
+def _on_a_cpu_with_bf16_units(monkeypatch):
+    # Another machine kind than this one, for `auto`: the real probe is tested above.
+    monkeypatch.setattr(
+        compute_dtype, "measure_matmul_rates", lambda: MatmulRates(197.0, 806.0, 2, "bf16 units")
+    )
+
+
+def test_in_bypass_mode_auto_keeps_the_actor_at_the_rollouts_fp32_and_the_warm_start_takes_bf16(monkeypatch):
+    _on_a_cpu_with_bf16_units(monkeypatch)
+    cfg = compose_config(SMOLLM2)  # the preset reads the rollout's log-probs as the old policy's
+    assert OmegaConf.select(cfg, BYPASS_MODE) is True
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == "fp32"
+    assert warm_start_compute_dtype(cfg) == "bf16"
+    line = compute_dtype_line(cfg)
+    assert line.startswith("compute dtype bf16 for the warm start, fp32 for the actor") and "806" in line
+    # with old log-probs recomputed by the actor, its ratio is exact in bf16 too: auto takes bf16
+    cfg = compose_config([*SMOLLM2, f"{BYPASS_MODE}=false"])
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == "bf16"
+
+
+def test_a_forced_bf16_actor_recomputes_the_old_log_probs_unless_bypass_is_asked_for_too():
+    cfg = compose_config([*SMOLLM2, "turngym.compute_dtype=bf16"])
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == "bf16"
+    assert OmegaConf.select(cfg, BYPASS_MODE) is False
+    assert "old log-probs recomputed by the actor" in compute_dtype_line(cfg)
+    cfg = compose_config([*SMOLLM2, "turngym.compute_dtype=bf16", f"{BYPASS_MODE}=true"])
+    assert OmegaConf.select(cfg, BYPASS_MODE) is True
+    assert "every ratio carries the bf16 actor's rounding" in compute_dtype_line(cfg)
+    # fp32 keeps the preset's bypass: its ratio compares fp32 with fp32
+    cfg = compose_config([*SMOLLM2, "turngym.compute_dtype=fp32"])
+    assert OmegaConf.select(cfg, BYPASS_MODE) is True
 
 
 def test_auto_sets_the_actor_from_the_probe_and_the_command_line_wins():
