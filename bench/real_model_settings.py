@@ -50,7 +50,7 @@ PROBES: dict[str, list[str]] = {
     "bf16": [
         "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=bf16",
     ],
-    # the path every CPU has (the preset's `auto` picks bf16 only where it runs >= 2x fp32)
+    # the path every CPU has, and the preset's actor under `auto` (bypass mode: the rollout is fp32)
     "fp32": ["turngym.compute_dtype=fp32"],
     "group2": ["actor_rollout_ref.rollout.n=2", "data.train_batch_size=16"],
     "tokens24": ["turngym.max_tokens_per_turn=24"],
