@@ -60,29 +60,39 @@ def phase_bounds(run: Path) -> list[str]:
     episodes = int(config.data.train_batch_size) * int(config.actor_rollout_ref.rollout.n)
     tokens = statistics.median(r["perf/total_num_tokens"] for r in train)
     generated = statistics.median(r.get("health/response_tokens", 0.0) for r in train) * episodes
+    prompt = statistics.median(r.get("prompt_length/mean", 0.0) for r in train)
+    # What generation must read in besides its own tokens: each group's prompt once (the engine's
+    # grouped prefill shares it across the group's samples) and every episode's env answers.
+    prefill = int(config.data.train_batch_size) * prompt + max(0.0, tokens - generated - episodes * prompt)
     fast = measure_matmul_rates(TRAIN_SHAPE, 0.5)
     decode = measure_matmul_rates(DECODE_SHAPE, 0.5)
     pick = (lambda r: r.bf16) if dtype == "bf16" else (lambda r: r.fp32)
+    rate = pick(fast)
+    # Generation runs in fp32 (the rollout engine's weights): prefill at a train-like shape's rate,
+    # then one token per row per step at a decode shape's.
+    gen_bound = 2 * params * (prefill / fast.fp32 + generated / decode.fp32) / 1e9
     phases = [
-        ("update_actor", 6 * params * tokens, pick(fast), f"6 x {params / 1e6:.1f}M x {tokens:.0f} tokens"),
-        # generation runs in fp32 (the rollout engine's weights), one token per row per step
+        (
+            "update_actor",
+            6 * params * tokens / (rate * 1e9),
+            f"6 x {params / 1e6:.1f}M x {tokens:.0f} tokens at {rate:.0f} GFLOP/s",
+        ),
         (
             "gen",
-            2 * params * generated,
-            decode.fp32,
-            f"2 x {params / 1e6:.1f}M x {generated:.0f} generated tokens",
+            gen_bound,
+            f"2 x {params / 1e6:.1f}M x ({prefill:.0f} prefill tokens at {fast.fp32:.0f} GFLOP/s + "
+            f"{generated:.0f} generated at {decode.fp32:.0f})",
         ),
     ]
     lines = [
         f"CPU {cpu_name()}, actor dtype {dtype}, load {os.getloadavg()[0]:.1f}; matmul {TRAIN_SHAPE}: {fast.line()}; "
         f"{DECODE_SHAPE}: {decode.line()}"
     ]
-    for key, flops, rate, what in phases:
+    for key, bound, what in phases:
         seconds = statistics.median(r.get(f"timing_s/{key}", 0.0) for r in train)
-        bound = flops / (rate * 1e9)
         lines.append(
-            f"{key}: {seconds:.1f} s per step (median of {len(train)}), bound {bound:.1f} s ({what} at "
-            f"{rate:.0f} GFLOP/s): {seconds / bound:.1f}x the bound"
+            f"{key}: {seconds:.1f} s per step (median of {len(train)}), bound {bound:.1f} s ({what}): "
+            f"{seconds / bound:.1f}x the bound"
         )
     vocab = int(
         json.loads((Path(config.actor_rollout_ref.model.path) / "config.json").read_text())["vocab_size"]
