@@ -23,7 +23,10 @@ def ladder_table(env_id: str, difficulty: str, seeds: int, turns: int) -> list[t
     rows = []
     for level in envs.spec(env_id).load().difficulty_ladder(difficulty):
         kwargs = {"difficulty": difficulty, "action_tool": False, **level}
-        rates = [play_baseline(env_id, p, range(seeds), kwargs, max_turns=turns).success_rate for p in ("random", "expert")]
+        rates = [
+            play_baseline(env_id, p, range(seeds), kwargs, max_turns=turns).success_rate
+            for p in ("random", "expert")
+        ]
         rows.append((level, *rates))
     return rows
 
@@ -38,7 +41,9 @@ def main() -> None:
     print(f"{args.seeds} seeds per level, {args.turns} turns, difficulty {args.difficulty}")
     for env_id in GAMES:
         print(f"\n{env_id}\n  level  random  expert  kwargs")
-        for i, (level, rand, expert) in enumerate(ladder_table(env_id, args.difficulty, args.seeds, args.turns)):
+        for i, (level, rand, expert) in enumerate(
+            ladder_table(env_id, args.difficulty, args.seeds, args.turns)
+        ):
             print(f"  {i:>5}  {rand:6.1%}  {expert:6.1%}  {level or '(the game itself)'}")
 
 

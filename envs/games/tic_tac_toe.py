@@ -166,7 +166,9 @@ class TicTacToeEnv(TextGame[int]):
         ladder.append({"opponent": "random"})
         ladder += [{"opponent": "blocking", "blunder_rate": b} for b in (0.8, 0.6, 0.45)]
         if params["opponent"] == "perfect":
-            ladder += [{"opponent": "blocking", "blunder_rate": b} for b in (cls.medium_blunder_rate, 0.15, 0.0)]
+            ladder += [
+                {"opponent": "blocking", "blunder_rate": b} for b in (cls.medium_blunder_rate, 0.15, 0.0)
+            ]
         return ladder + [{}]
 
     @staticmethod
@@ -185,7 +187,9 @@ class TicTacToeEnv(TextGame[int]):
         if self.opponent_knob is not None:
             self.opponent = OPPONENTS[self.opponent_knob]
             self.draw_is_success = self.opponent == "perfect"
-        self.opponent_blunder_rate = self.medium_blunder_rate if self.blunder_rate is None else self.blunder_rate
+        self.opponent_blunder_rate = (
+            self.medium_blunder_rate if self.blunder_rate is None else self.blunder_rate
+        )
         self._moves = self._legal_moves = self._repeats = self._block_chances = self._blocks = 0
         self._mine: set[int] = set()
         mark = self._episode_mark

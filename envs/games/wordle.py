@@ -227,7 +227,8 @@ class WordleEnv(TextGame[str]):
         candidates = [
             w
             for w in self.pool
-            if all(feedback(g, w) == p for g, p in self.guesses) and all(w[i] == c for i, c in self.hints.items())
+            if all(feedback(g, w) == p for g, p in self.guesses)
+            and all(w[i] == c for i, c in self.hints.items())
         ]
         if len(candidates) <= 2:
             return candidates[0] if candidates else load_words()[0]
