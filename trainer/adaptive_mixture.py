@@ -34,6 +34,7 @@ STATE_VERSION = 1
 METRIC_PREFIX = "mixture"
 # The draw's namespace, so a row's env pick is independent of the curriculum's level pick.
 DRAW_NAME = "mixture"
+SCORE_FLOOR = 1e-3
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,12 @@ class AdaptiveMixture:
         self.last: dict[str, tuple[float, float]] = {}
         self._weights = bounded_weights(self.base, config.floor, config.cap)
 
+    def _bounded(self) -> dict[str, float]:
+        # A small constant under every score: when no env teaches, the weights fall back to the
+        # configured ones rather than to equal shares.
+        raw = {e: self.base[e] * (self.scores[e] + SCORE_FLOOR) for e in self.base}
+        return bounded_weights(raw, self.config.floor, self.config.cap)
+
     def weights(self) -> dict[str, float]:
         """The current bounded weights by env id (sum 1)."""
         return dict(self._weights)
@@ -193,9 +200,7 @@ class AdaptiveMixture:
             self.scores[env_id] = (1 - cfg.smoothing) * self.scores[env_id] + cfg.smoothing * teach
             self.last[env_id] = (rate, -1.0 if flat is None else flat)
         before = self._weights
-        self._weights = bounded_weights(
-            {e: self.base[e] * self.scores[e] for e in self.base}, cfg.floor, cfg.cap
-        )
+        self._weights = self._bounded()
         if max(abs(self._weights[e] - before[e]) for e in self.base) < 0.01:
             return []
         moves = ", ".join(f"{e} {before[e]:.2f} -> {self._weights[e]:.2f}" for e in self.base)
@@ -233,10 +238,7 @@ class AdaptiveMixture:
         for env_id, (rate, flat) in state.get("last", {}).items():
             if env_id in self.scores:
                 self.last[env_id] = (float(rate), float(flat))
-        cfg = self.config
-        self._weights = bounded_weights(
-            {e: self.base[e] * self.scores[e] for e in self.base}, cfg.floor, cfg.cap
-        )
+        self._weights = self._bounded()
 
     def save(self, folder: str | Path) -> Path:
         """Write the state as ``<folder>/mixture.json`` (atomically)."""
