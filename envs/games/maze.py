@@ -133,9 +133,10 @@ class MazeEnv(GridMoves, TextGame[list[str]]):
         progress_reward: float = 0.0,
         **kwargs: Any,
     ):
-        check_env_numbers(
-            type(self).__name__, size=size, wall_density=wall_density, progress_reward=progress_reward
-        )
+        if size is not None or wall_density is not None or progress_reward:  # defaults: no look-up per make
+            check_env_numbers(
+                type(self).__name__, size=size, wall_density=wall_density, progress_reward=progress_reward
+            )
         self.size = None if size is None else int(size)
         self.wall_density = None if wall_density is None else float(wall_density)
         self.progress_reward = float(progress_reward)

@@ -135,7 +135,8 @@ class TicTacToeEnv(TextGame[int]):
     ):
         if opponent is not None and opponent not in OPPONENTS:
             raise ValueError(f"TicTacToeEnv: opponent must be one of {list(OPPONENTS)}, got {opponent!r}")
-        check_env_numbers(type(self).__name__, blunder_rate=blunder_rate)
+        if blunder_rate is not None:  # the defaults need no look-up: make runs once per episode
+            check_env_numbers(type(self).__name__, blunder_rate=blunder_rate)
         self.opponent_knob = opponent
         self.blunder_rate = None if blunder_rate is None else float(blunder_rate)
         super().__init__(difficulty=difficulty, tools=tools, action_tool=action_tool, render_mode=render_mode)

@@ -89,7 +89,12 @@ class WordleEnv(TextGame[str]):
         progress_reward: float = 0.0,
         **kwargs: Any,
     ):
-        check_env_numbers(type(self).__name__, pool=pool, revealed=revealed, progress_reward=progress_reward)
+        if (
+            pool is not None or revealed is not None or progress_reward
+        ):  # the defaults need no look-up: make runs once per episode
+            check_env_numbers(
+                type(self).__name__, pool=pool, revealed=revealed, progress_reward=progress_reward
+            )
         self.pool_size = None if pool is None else int(pool)
         self.revealed = 0 if revealed is None else int(revealed)
         self.progress_reward = float(progress_reward)
