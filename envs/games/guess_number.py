@@ -126,6 +126,7 @@ class GuessNumberEnv(TextGame[int]):
         [{'high': 2}, {'high': 4}, {'high': 8}, {'high': 14}, {}]
         """
         top = cls.difficulties[difficulty or cls.default_difficulty]["high"]
+        # 14, not 16: the random player wins 1..16 about as often as 1..20 in six turns (32 % vs 27 %).
         highs = (2, 4, 8, 14, 32, 64, 128, 256, 512)
         return [{"high": h} for h in highs if h < top] + [{}]
 
