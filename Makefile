@@ -53,7 +53,7 @@ train-real-tools: install
 # games' action tools would put ~300 tokens of schemas in every prompt). It ends with a table per game:
 # zero-shot (step 0) and trained, beside the random player and the expert on the same 128 episodes.
 train-real-games: install
-	$(BIN)/python -m trainer.run env=text-game model=smollm2-135m-instruct env.kwargs.action_tool=false env.val_episodes=128 turngym.output_dir=outputs/text-game-smollm2
+	$(BIN)/python -m trainer.run env=text-game-curriculum model=smollm2-135m-instruct env.kwargs.action_tool=false env.val_episodes=128 turngym.output_dir=outputs/text-game-smollm2
 
 experts: install
 	$(BIN)/python -m envs experts

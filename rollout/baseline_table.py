@@ -9,7 +9,15 @@ from envs.baselines.baseline_players import PLAYER_METHODS, PLAYERS, play_baseli
 from envs.baselines.success_interval import wilson_interval
 
 # The behaviour rates shown as columns when any row has them (others stay in the summary).
-COLUMNS = ("follow_rate", "in_range_rate", "repeat_rate", "with_text_rate", "readable_turn_rate")
+COLUMNS = (
+    "follow_rate",
+    "in_range_rate",
+    "legal_move_rate",
+    "repeat_rate",
+    "block_rate",
+    "with_text_rate",
+    "readable_turn_rate",
+)
 
 
 def baseline_rows(

@@ -257,6 +257,7 @@ def check_config(cfg: DictConfig) -> None:
         if entry["weight"] <= 0:
             raise ConfigError(f"env {entry['id']!r} has weight {entry['weight']}; weights must be > 0")
     check_env_kwargs(cfg, entries)
+    check_schedules(cfg, entries)
     if cfg.trainer.device not in ("cpu", "cuda", "npu"):
         raise ConfigError(f"trainer.device={cfg.trainer.device!r}; valid choices: auto, cpu, cuda, npu")
     if int(cfg.trainer.total_training_steps) < 1:
@@ -277,6 +278,22 @@ def check_config(cfg: DictConfig) -> None:
         # the cluster lacks also breaks verl's batch-size divisibility) and then runs this check.
         check_verl_sizes(cfg)
     check_warm_start(cfg)
+
+
+def check_schedules(cfg: DictConfig, entries: list[dict]) -> None:
+    """Refuse bad ``turngym.mixture`` and ``turngym.curriculum.pass_rate`` settings before anything starts."""
+    from trainer.adaptive_mixture import MixtureConfig
+    from trainer.curriculum import CurriculumConfig
+    from trainer.pass_rate_curriculum import PassRateConfig
+
+    try:
+        mixture = MixtureConfig.from_mapping(cfg.turngym.get("mixture"))
+        if mixture.enable:
+            mixture.check_envs(len(entries))
+        curriculum = CurriculumConfig.from_mapping(cfg.turngym.get("curriculum"))
+        PassRateConfig.from_mapping(curriculum.pass_rate)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def check_verl_sizes(cfg: DictConfig, with_critic: bool = False) -> None:

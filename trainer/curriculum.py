@@ -33,6 +33,7 @@ LEVELS = ("easy", "medium", "hard")
 STATE_FILE = "curriculum.json"
 STATE_VERSION = 1
 METRIC_PREFIX = "curriculum"
+SCHEDULES = ("frontier", "pass_rate")
 
 DEFAULT_LEVEL_WEIGHTS = {
     "easy": (1.0, 0.0, 0.0),
@@ -54,9 +55,16 @@ class CurriculumConfig:
         default_factory=lambda: dict(DEFAULT_LEVEL_WEIGHTS)
     )
     seed: int = 0
+    #: frontier (the easy/medium/hard windows above) or pass_rate (trainer.pass_rate_curriculum: each
+    #: env's level on its difficulty ladder follows its pass rate toward a target).
+    schedule: str = "frontier"
+    #: The pass_rate schedule's settings (``trainer.pass_rate_curriculum.PassRateConfig``).
+    pass_rate: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         problems = []
+        if self.schedule not in SCHEDULES:
+            problems.append(f"schedule must be one of {list(SCHEDULES)} (got {self.schedule!r})")
         if not 0.0 <= self.demote_at < self.promote_at <= 1.0:
             problems.append(
                 f"need 0 <= demote_at < promote_at <= 1 (got demote_at={self.demote_at}, "
@@ -94,6 +102,10 @@ class CurriculumConfig:
                 values[key] = kind(values[key])
         if "enable" in values:
             values["enable"] = bool(values["enable"])
+        if "schedule" in values:
+            values["schedule"] = str(values["schedule"])
+        if "pass_rate" in values:
+            values["pass_rate"] = dict(values["pass_rate"] or {})
         return cls(**values)
 
 

@@ -66,7 +66,8 @@ GUARDS: dict[str, Guard] = {
             "above",
             0.9,
             "share of GRPO groups whose samples all got the same reward, which teach nothing",
-            "make the tasks fit the model (turngym.curriculum.enable=true, env.difficulty) or raise "
+            "make the tasks fit the model (turngym.curriculum.enable=true turngym.curriculum.schedule=pass_rate, "
+            "env.difficulty; turngym.mixture.enable=true to weigh envs by what they teach) or raise "
             "actor_rollout_ref.rollout.n",
         ),
         Guard(

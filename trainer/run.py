@@ -411,6 +411,23 @@ def print_learning_table(cfg: DictConfig) -> None:
         )
         for line in table.splitlines():
             print(f"[turngym]   {line}", flush=True)
+    print_behaviour_table(records, val_file, max_turns)
+
+
+def print_behaviour_table(records: list[dict], val_file: Path, max_turns: int | None) -> None:
+    """Per env, its behaviour rates at the first and last validation beside the trivial players'."""
+    from trainer.behaviour_table import behaviour_table
+    from trainer.learning_table import validation_episodes
+
+    try:
+        table = behaviour_table(records, validation_episodes(val_file), max_turns)
+    except Exception as exc:  # a report at the end of a finished run, never a reason to fail it
+        print(f"[turngym] behaviour table not printed: {type(exc).__name__}: {exc}", flush=True)
+        return
+    if table:
+        print("[turngym] validation behaviour per env beside the trivial players, same episodes:")
+        for line in table.splitlines():
+            print(f"[turngym]   {line}", flush=True)
 
 
 INTERRUPTED = (

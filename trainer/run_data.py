@@ -132,7 +132,12 @@ def _curriculum_openings(cfg: DictConfig, entries: list[dict], train: Path, out:
     # A harder level can open with a longer prompt (a bigger maze) than the dataset's difficulty. The
     # curriculum moves the envs of the env group (trainer/curriculum.py), so those are measured.
     from trainer.curriculum import CurriculumConfig
-    from trainer.curriculum_rows import curriculum_env_ids, write_level_openings
+    from trainer.curriculum_rows import (
+        curriculum_env_ids,
+        env_ladders,
+        write_ladder_openings,
+        write_level_openings,
+    )
 
     try:
         settings = CurriculumConfig.from_mapping(cfg.turngym.get("curriculum"))
@@ -140,6 +145,8 @@ def _curriculum_openings(cfg: DictConfig, entries: list[dict], train: Path, out:
         raise ConfigError(str(exc)) from exc
     if not settings.enable:
         return None
+    if settings.schedule == "pass_rate":
+        return write_ladder_openings(train, out, env_ladders(entries))
     return write_level_openings(train, out, curriculum_env_ids(e["id"] for e in entries))
 
 

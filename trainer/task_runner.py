@@ -38,6 +38,7 @@ from trainer.episode_failures import (
     failure_counts,
 )
 from trainer.health_hook import HealthTrainerMixin
+from trainer.mixture_hook import MixtureTrainerMixin
 from trainer.phase_progress import PHASE_OVERRIDES, PhaseProgressTrainerMixin
 from trainer.progress import (
     SUCCESS_KEY,
@@ -62,10 +63,12 @@ class TurngymTrainer(
     ValidGroupsTrainerMixin,
     TurnAnchorsTrainerMixin,
     CurriculumTrainerMixin,
+    MixtureTrainerMixin,
     StepDumpTrainerMixin,
     PPOTrainerSync,
 ):
-    """verl's synchronous trainer plus turngym's progress line, metrics JSONL, success rate and curriculum."""
+    """verl's synchronous trainer plus turngym's progress line, metrics JSONL, success rate, curriculum and
+    adaptive mixture (the mixture picks a row's env before the curriculum picks its level)."""
 
     def __init__(self, config: DictConfig) -> None:
         super().__init__(config=config)

@@ -38,11 +38,18 @@ ENV_NUMBERS: dict[str, Bound] = {
     "max_tool_time_s": Bound(whole=False, low=0, high=86_400, open_low=True, nullable=True),
     # Rewards, penalties and shaping of the built-in envs.
     "ruled_out_penalty": _PENALTY,  # guess-number
-    "progress_reward": _SHARE,  # guess-number
+    "progress_reward": _SHARE,  # guess-number, maze, wordle (training-only shaping)
     "failed_run_penalty": _PENALTY,  # code-sandbox
     "useful_call_reward": _SHARE,  # calculator-qa, search-qa
     "decay": _SHARE,  # math-tutor
     "elicit_weight": _SHARE,  # shop-assistant
+    # Difficulty knobs a curriculum turns (null: the difficulty's own value).
+    "size": Bound(whole=True, low=2, high=12, nullable=True),  # maze: rooms per side
+    "wall_density": Bound(whole=False, low=0, high=1, nullable=True),  # maze: share of walls kept
+    "pool": Bound(whole=True, low=1, high=100_000, nullable=True),  # wordle: answers drawn from
+    "revealed": Bound(whole=True, low=0, high=4, nullable=True),  # wordle: letters given at the start
+    "high": Bound(whole=True, low=2, high=1_000_000, nullable=True),  # guess-number: range 1..high
+    "blunder_rate": Bound(whole=False, low=0, high=1, nullable=True),  # tic-tac-toe: opponent's random moves
     # Counts.
     "max_runs": _CALLS,  # code-sandbox
     "max_rewarded_calls": _CALLS,  # calculator-qa, search-qa

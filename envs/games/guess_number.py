@@ -51,6 +51,9 @@ class GuessNumberEnv(TextGame[int]):
     less per extra guess (at least 0.5); running out of guesses scores up to 0.25 for how close the best
     guess came. Text action: a whole number; a reply holding several different numbers is a format error
     (uses no guess). Tool: `guess(number)`.
+
+    Difficulty knob (over the difficulty's range; a curriculum turns it, see `difficulty_ladder`): `high`,
+    the range becomes 1..high with the difficulty's number of guesses.
     """
 
     difficulties = {
@@ -70,9 +73,12 @@ class GuessNumberEnv(TextGame[int]):
         "with_text_rate": ("with_text", "guesses"),
     }
 
+    client_kwargs = ("difficulty", "action_tool", "high")
+
     def __init__(
         self,
         *,
+        high: int | None = None,
         reveal_range: bool = False,
         ruled_out_penalty: float = 0.0,
         progress_reward: float = 0.0,
@@ -99,12 +105,33 @@ class GuessNumberEnv(TextGame[int]):
         # far each got. A group whose samples all lose still has a reward spread, and a turn-level
         # estimator credits the jump that halved the range over a step of one.
         self.progress_reward = float(progress_reward)
+        if high is not None:
+            check_env_numbers(type(self).__name__, high=high)
+        self.high_knob = None if high is None else int(high)
         super().__init__(**kwargs)
         if self.action_tool:
             self.action_help = "Call the guess tool with your number."
 
+    @classmethod
+    def difficulty_ladder(cls, difficulty: str | None = None) -> list[dict[str, Any]]:
+        """Knob settings from a range of 2 numbers up to the game at `difficulty` (the last entry, `{}`).
+
+        Args:
+            difficulty: the game the ladder ends at (default: the class's default difficulty).
+
+        Returns:
+            Kwargs per level, easiest first: ranges 1..2, 1..4, ... doubling below the game's own.
+
+        >>> GuessNumberEnv.difficulty_ladder("easy")
+        [{'high': 2}, {'high': 4}, {'high': 8}, {'high': 14}, {}]
+        """
+        top = cls.difficulties[difficulty or cls.default_difficulty]["high"]
+        # 14, not 16: the random player wins 1..16 about as often as 1..20 in six turns (32 % vs 27 %).
+        highs = (2, 4, 8, 14, 32, 64, 128, 256, 512)
+        return [{"high": h} for h in highs if h < top] + [{}]
+
     def _start(self, params: dict[str, Any]):
-        self.low, self.high = params["low"], params["high"]
+        self.low, self.high = params["low"], self.high_knob or params["high"]
         self.max_guesses = params["max_guesses"]
         # quick_random, not np_random: numpy's draw alone cost more than the rest of an episode.
         self.secret = self.quick_random.integers(self.low, self.high + 1)

@@ -74,6 +74,25 @@ class TextGame(TextEnv, Generic[A]):
         self.difficulty = self._check_difficulty(difficulty or self.default_difficulty)
         self.won = False
 
+    @classmethod
+    def difficulty_ladder(cls, difficulty: str | None = None) -> list[dict[str, Any]]:
+        """The levels a curriculum may play this game at, as constructor kwargs, easiest first.
+
+        The last level is always `{}`: the game at `difficulty` itself, as evaluation plays it. Games
+        with difficulty knobs (maze's size and walls, wordle's answers and hints, tic-tac-toe's opponent,
+        guess-number's range) list easier settings before it; a game without knobs has that one level.
+
+        Args:
+            difficulty: the game the ladder ends at (default: the class's default difficulty).
+
+        Returns:
+            Kwargs per level; each is added to the episode's own kwargs.
+
+        >>> TextGame.difficulty_ladder()
+        [{}]
+        """
+        return [{}]
+
     # ----- what each game implements -------------------------------------------------------------
     def _start(self, params: dict[str, Any]) -> tuple[list[dict], dict[str, Any]]:
         """Set up a new game with `self.np_random` and the difficulty's parameters; return the opening."""

@@ -8,6 +8,7 @@ import re
 from typing import Any, Literal
 
 from envs.core.errors import InvalidAction
+from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.games.text_game import TextGame, one_move
 from turngym.chat.message import system, user
@@ -17,6 +18,8 @@ EMPTY = "."
 # A cell is a digit 1-9 or a coordinate: column letter a-c (left to right), row digit 1-3 (top to bottom).
 _CELL = re.compile(r"(?<![A-Za-z0-9])([a-cA-C][1-3]|[1-9])(?![A-Za-z0-9])")
 Mark = Literal["X", "O", "random"]
+#: The `opponent` knob's names -> the difficulties' opponent kinds, weakest first.
+OPPONENTS = {"random": "random", "blocking": "heuristic", "expert": "perfect"}
 
 
 def winner(board: str) -> str | None:
@@ -91,6 +94,11 @@ class TicTacToeEnv(TextGame[int]):
 
     Reward at the end: win 1.0, draw 0.5, loss 0. `info["success"]` is a win, except on hard: a perfect
     opponent cannot be beaten, a draw is the best possible result there, so not losing counts as success.
+
+    Difficulty knobs (over the difficulty's parameters; a curriculum turns them, see
+    `difficulty_ladder`): `opponent` "random" -> "blocking" (wins or blocks when it can) -> "expert"
+    (perfect; a draw is then a success), and `blunder_rate`, how often the blocking opponent plays at
+    random instead (the medium game's is 0.3).
     """
 
     difficulties = {
@@ -100,7 +108,15 @@ class TicTacToeEnv(TextGame[int]):
     }
     action_tool_name = "place"
     reset_options = {"difficulty": ("easy", "medium", "hard"), "agent_mark": ("X", "O", "random")}
-    client_kwargs = ("difficulty", "action_tool", "agent_mark")
+    client_kwargs = ("difficulty", "action_tool", "agent_mark", "opponent", "blunder_rate")
+    #: How `info["behaviour"]`'s counts become rates (envs/baselines/behaviour.py). A taken cell is an
+    #: illegal move; naming a cell of one's own earlier move is a repeat; a block is a move onto the
+    #: empty cell of a line where the opponent has two marks, when the agent had no win of its own.
+    behaviour_rates = {
+        "legal_move_rate": ("legal_moves", "moves"),
+        "repeat_rate": ("repeats", "moves"),
+        "block_rate": ("blocks", "block_chances"),
+    }
     action_tool_description = "Put your mark on an empty cell (1-9, rows top to bottom)."
     action_help = "Reply with the number (1-9) of an empty cell."
     #: How often the medium opponent ignores its win/block rules and plays at random.
@@ -110,13 +126,51 @@ class TicTacToeEnv(TextGame[int]):
         self,
         *,
         agent_mark: Mark = "random",
+        opponent: str | None = None,
+        blunder_rate: float | None = None,
         difficulty: str | None = None,
         tools=None,
         action_tool: bool = True,
         render_mode=None,
     ):
+        if opponent is not None and opponent not in OPPONENTS:
+            raise ValueError(f"TicTacToeEnv: opponent must be one of {list(OPPONENTS)}, got {opponent!r}")
+        if blunder_rate is not None:  # the defaults need no look-up: make runs once per episode
+            check_env_numbers(type(self).__name__, blunder_rate=blunder_rate)
+        self.opponent_knob = opponent
+        self.blunder_rate = None if blunder_rate is None else float(blunder_rate)
         super().__init__(difficulty=difficulty, tools=tools, action_tool=action_tool, render_mode=render_mode)
         self.agent_mark = self._check_mark(agent_mark)
+
+    @classmethod
+    def difficulty_ladder(cls, difficulty: str | None = None) -> list[dict[str, Any]]:
+        """Knob settings from a random opponent that lets the agent move first up to the game at
+        `difficulty` (the last entry, `{}`).
+
+        Args:
+            difficulty: the game the ladder ends at (default: the class's default difficulty).
+
+        Returns:
+            Kwargs per level, easiest first: random opponent with the agent as X, random, then blocking
+            with fewer and fewer blunders.
+
+        >>> TicTacToeEnv.difficulty_ladder("easy")
+        [{'opponent': 'random', 'agent_mark': 'X'}, {}]
+        >>> [level.get("blunder_rate") for level in TicTacToeEnv.difficulty_ladder("medium")]
+        [None, None, 0.8, 0.6, 0.45, None]
+        """
+        params = cls.difficulties[difficulty or cls.default_difficulty]
+        # Moving first is worth most against a random opponent (a random X wins ~58 % of games).
+        ladder: list[dict[str, Any]] = [{"opponent": "random", "agent_mark": "X"}]
+        if params["opponent"] == "random":
+            return ladder + [{}]
+        ladder.append({"opponent": "random"})
+        ladder += [{"opponent": "blocking", "blunder_rate": b} for b in (0.8, 0.6, 0.45)]
+        if params["opponent"] == "perfect":
+            ladder += [
+                {"opponent": "blocking", "blunder_rate": b} for b in (cls.medium_blunder_rate, 0.15, 0.0)
+            ]
+        return ladder + [{}]
 
     @staticmethod
     def _check_mark(mark: str) -> str:
@@ -131,6 +185,14 @@ class TicTacToeEnv(TextGame[int]):
     def _start(self, params: dict[str, Any]):
         self.opponent = params["opponent"]
         self.draw_is_success = params["draw_is_success"]
+        if self.opponent_knob is not None:
+            self.opponent = OPPONENTS[self.opponent_knob]
+            self.draw_is_success = self.opponent == "perfect"
+        self.opponent_blunder_rate = (
+            self.medium_blunder_rate if self.blunder_rate is None else self.blunder_rate
+        )
+        self._moves = self._legal_moves = self._repeats = self._block_chances = self._blocks = 0
+        self._mine: set[int] = set()
         mark = self._episode_mark
         if mark == "random":
             mark = "X" if self.np_random.random() < 0.5 else "O"
@@ -153,9 +215,47 @@ class TicTacToeEnv(TextGame[int]):
         return self._free(one_move(found, what="cell", missing=missing))
 
     def _free(self, index: int) -> int:
+        self._moves += 1
+        self._repeats += index in self._mine
         if self.board[index] != EMPTY:
             raise InvalidAction(f"cell {index + 1} is taken; choose an empty cell")
+        self._legal_moves += 1
         return index
+
+    def _format_error(self, problem: str) -> StepResult:
+        result = super()._format_error(problem)
+        result.info["behaviour"] = self.behaviour()
+        return result
+
+    def behaviour(self) -> dict[str, int]:
+        """This episode's counts so far (`behaviour_rates` makes rates).
+
+        `moves`: replies naming a cell; `legal_moves`: those naming an empty cell; `repeats`: naming a
+        cell the agent took before; `block_chances`: moves made while the opponent had two in a line with
+        the third cell empty and the agent no win of its own; `blocks`: those that took that third cell.
+
+        >>> env = TicTacToeEnv(difficulty="easy", agent_mark="X", action_tool=False)
+        >>> _ = env.reset(seed=0)
+        >>> _ = env.step("5"); _ = env.step("5")
+        >>> env.behaviour()["moves"], env.behaviour()["legal_moves"], env.behaviour()["repeats"]
+        (2, 1, 1)
+        """
+        return {
+            "moves": self._moves,
+            "legal_moves": self._legal_moves,
+            "repeats": self._repeats,
+            "block_chances": self._block_chances,
+            "blocks": self._blocks,
+        }
+
+    def _count_block(self, index: int) -> None:
+        free = empty_cells(self.board)
+        if any(winner(play_on(self.board, i, self.mark)) == self.mark for i in free):
+            return  # a win was there to take: not blocking is no mistake
+        threats = {i for i in free if winner(play_on(self.board, i, self.their_mark)) == self.their_mark}
+        if threats:
+            self._block_chances += 1
+            self._blocks += index in threats
 
     @classmethod
     def action_args_model(cls):
@@ -175,6 +275,8 @@ class TicTacToeEnv(TextGame[int]):
 
     def play(self, action: int) -> StepResult:
         """Place the agent's mark, then the opponent's; end on three in a row or a full board."""
+        self._count_block(action)
+        self._mine.add(action)
         self.board = play_on(self.board, action, self.mark)
         said = f"You played {action + 1}."
         if winner(self.board) == self.mark:
@@ -188,7 +290,7 @@ class TicTacToeEnv(TextGame[int]):
             return self._end(f"{said} You lose.", "loss")
         if EMPTY not in self.board:
             return self._end(f"{said} Draw.", "draw")
-        return StepResult([user(f"{said}\n{draw_board(self.board)}")])
+        return StepResult([user(f"{said}\n{draw_board(self.board)}")], info={"behaviour": self.behaviour()})
 
     def _end(self, text: str, outcome: str) -> StepResult:
         self.won = outcome == "win"
@@ -198,7 +300,7 @@ class TicTacToeEnv(TextGame[int]):
             [user(f"{text}\n{draw_board(self.board)}")],
             reward,
             terminated=True,
-            info={"success": success, "outcome": outcome},
+            info={"success": success, "outcome": outcome, "behaviour": self.behaviour()},
         )
 
     def _opponent_move(self) -> int:
@@ -209,7 +311,7 @@ class TicTacToeEnv(TextGame[int]):
             # Any move keeping the best result (win/draw/loss) is perfect; picking among them varies games.
             best = max(_sign(v) for v in values.values())
             free = [i for i in free if _sign(values[i]) == best]
-        elif self.opponent == "heuristic" and self.np_random.random() >= self.medium_blunder_rate:
+        elif self.opponent == "heuristic" and self.np_random.random() >= self.opponent_blunder_rate:
             for mark in (me, other(me)):  # win if possible, else block
                 hits = [i for i in free if winner(play_on(self.board, i, mark)) == mark]
                 if hits:

@@ -45,3 +45,27 @@ def test_validation_rates_and_the_line_per_source():
     assert metrics["val-aux/guess-number-v0/behaviour/repeat_rate"] == pytest.approx(0.1)
     (line,) = validation_source_lines(metrics)
     assert line.startswith("guess-number-v0: success 50.0% (95% 38%-62%)") and "follow 80%" in line
+
+
+def test_the_games_behaviour_reaches_validation_metrics_and_the_final_table():
+    import envs
+    from trainer.behaviour_table import behaviour_table
+
+    metrics, episodes = {}, {}
+    for env_id, move in (("maze-v0", "up"), ("wordle-v0", "crane"), ("tic-tac-toe-v0", "5")):
+        env = envs.make(env_id, difficulty="easy", action_tool=False)
+        env.reset(seed=1)
+        info = env.step(move)[4]
+        for count, value in behaviour_columns(info["behaviour"]).items():
+            metrics[f"val-aux/{env_id}/{count}/mean@1"] = value
+        episodes[env_id] = [(env_id, 1, {"difficulty": "easy", "action_tool": False})]
+    rates = validation_behaviour(metrics)
+    assert rates["val-aux/wordle-v0/behaviour/legal_move_rate"] == 1.0
+    assert rates["val-aux/wordle-v0/behaviour/repeat_rate"] == 0.0
+    assert "val-aux/maze-v0/behaviour/legal_move_rate" in rates
+    assert rates["val-aux/tic-tac-toe-v0/behaviour/legal_move_rate"] == 1.0
+    table = behaviour_table([{"step": 0, **rates}], episodes, 6)
+    lines = table.splitlines()
+    assert lines[0].split() == ["env", "who", "legal_move", "repeat", "block"]
+    assert [line.split()[1] for line in lines[1:4]] == ["step", "random", "expert"]
+    assert sum(line.startswith("tic-tac-toe-v0") for line in lines) == 3  # step 0, random, expert
