@@ -335,6 +335,72 @@ def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_runs_lock_is_
     assert not (out / "run.lock").exists()  # released when the run ended
 
 
+def _checkpointed(out: Path, step: int) -> None:
+    """What verl leaves after saving step ``step``: its folder and the marker naming it the latest."""
+    (out / "checkpoints" / f"global_step_{step}" / "actor").mkdir(parents=True)
+    (out / "checkpoints" / "latest_checkpointed_iteration.txt").write_text(str(step))
+
+
+def test_a_resume_with_changed_settings_is_refused_and_never_rewrites_what_earlier_steps_used(
+    world, capsys, monkeypatch
+):
+    """Rerunning a finished run with `optim.lr=0.05 trainer.total_training_steps=4` resumed after step 3
+    without a word, and config.yaml then said lr 0.05 although steps 1-3 trained at the old rate."""
+    import yaml
+
+    import trainer.run
+
+    launched = []
+    monkeypatch.setattr(trainer.run, "launch", lambda cfg: launched.append(cfg))  # verl's Ray run
+    out = world["cwd"] / "run"
+    base = ["env=guess-number", f"turngym.output_dir={out}", "turngym.warm_start.enable=false"]
+    assert trainer.run.main([*base, "trainer.total_training_steps=3"]) == 0
+    first = (out / "config.yaml").read_bytes()
+    lr = yaml.safe_load(first)["actor_rollout_ref"]["actor"]["optim"]["lr"]
+    _checkpointed(out, 3)
+    capsys.readouterr()
+
+    changed = [*base, "actor_rollout_ref.actor.optim.lr=0.05", "trainer.total_training_steps=4"]
+    before = _tree(world["cwd"])
+    assert trainer.run.main(changed) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"trainer.run: {out} was trained up to step 3 with other "), (
+        err
+    )
+    assert f"(actor_rollout_ref.actor.optim.lr {lr} -> 0.05; recorded in config.yaml)" in err[0], err
+    assert "turngym.output_dir=DIR" in err[0] and "turngym.resume_changed=true" in err[0], err
+    assert _tree(world["cwd"]) == before and len(launched) == 1
+    TABLE.append(
+        ("python -m trainer.run ... optim.lr=0.05 trainer.total_training_steps=4 (resume)", err[0], 2)
+    )
+
+    # Extending the step count is a resume; it records what its steps use beside config.yaml.
+    assert trainer.run.main([*base, "trainer.total_training_steps=4", "trainer.logger=[console]"]) == 0
+    assert len(launched) == 2 and (out / "config.yaml").read_bytes() == first
+    resumed = (out / "config.resumed-3.yaml").read_text()
+    assert resumed.startswith("# steps after 3 (resumed); changed settings: none\n"), resumed[:200]
+    assert yaml.safe_load(resumed)["trainer"]["total_training_steps"] == 4
+
+    # Opted in: trained with the change, recorded beside the original, which stays as steps 1-3 used it.
+    assert trainer.run.main([*changed, "turngym.resume_changed=true"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"resuming after step 3 with changed settings (actor_rollout_ref.actor.optim.lr {lr} -> 0.05)"
+        in printed
+    )
+    assert len(launched) == 3 and (out / "config.yaml").read_bytes() == first
+    resumed = (out / "config.resumed-3.yaml").read_text()
+    assert f"changed settings: actor_rollout_ref.actor.optim.lr {lr} -> 0.05\n" in resumed.splitlines(True)[0]
+    assert yaml.safe_load(resumed)["actor_rollout_ref"]["actor"]["optim"]["lr"] == 0.05
+    # Steps 4.. trained at 0.05: a later resume compares with that, not with config.yaml.
+    _checkpointed(out, 5)
+    assert (
+        trainer.run.main([*base, "actor_rollout_ref.actor.optim.lr=0.05", "trainer.total_training_steps=6"])
+        == 0
+    )
+    assert len(launched) == 4 and (out / "config.resumed-5.yaml").exists()
+
+
 BROKEN_ENV = """\
 import envs
 from envs.games.guess_number import GuessNumberEnv
