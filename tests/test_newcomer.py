@@ -602,6 +602,81 @@ def test_eval_keeps_what_it_played_when_a_baseline_player_fails(world, capsys, m
     TABLE.append(("python -m rollout.eval env=broken-expert-guess-v0 ... --save x.jsonl", lines[0], 0))
 
 
+def test_eval_exits_1_in_one_line_when_every_episode_failed_and_keeps_them(world, capsys, monkeypatch):
+    """`rollout.eval` exited 0 when every episode failed (2 of 2 with HTTP 404 against a server that did
+    not speak the API); the failures were three stderr lines among the progress bars."""
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    (world["cwd"] / "my_broken_env.py").write_text(BROKEN_ENV)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    target = world["cwd"] / "x.jsonl"
+    common = ["n=2", "max_turns=1", "max_new_tokens=4", "--import", "my_broken_env", "--save", str(target)]
+    assert rollout_eval.cli(["env=broken-guess-v0", *common]) == 1
+    err = capsys.readouterr().err
+    ours = [line for line in err.splitlines() if line.startswith("rollout.eval: ")]
+    assert len(ours) == 1, err
+    assert ours[0].startswith(
+        "rollout.eval: every episode failed: broken-guess-v0 (2 of 2; the first, seed 0: KeyError: 'missing'"
+    ), ours
+    assert f"the failed episodes are in {target}; fix what the error names" in ours[0], ours
+    assert "failed episode (seed" not in err and "Traceback" not in err, err
+    assert [t.failed for t in load_jsonl(str(target))] == [True, True]  # kept, as played
+    TABLE.append(
+        ("python -m rollout.eval env=broken-guess-v0 --import my_broken_env (every step raises)", ours[0], 1)
+    )
+    # Some failing is a result, not a broken setup: exit 0, the failures listed.
+    assert rollout_eval.cli(["env=odd-seeds-broken-guess-v0", *common]) == 0
+    assert "failed episode (seed 1)" in capsys.readouterr().err
+
+
+def test_engines_serve_speaks_the_openai_api_so_engine_openai_plays_on_it(world, capsys, served_url):
+    """`rollout.eval engine=openai url=<python -m turngym.engines.serve>` failed 2 of 2 episodes with HTTP
+    404 (and exited 0): the model server spoke only SGLang's native API."""
+    import httpx
+
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    models = httpx.get(f"{served_url}/v1/models", timeout=30).json()
+    assert models["object"] == "list" and len(models["data"]) == 1, models
+    done = httpx.post(
+        f"{served_url}/v1/completions",
+        json={"model": "embedded", "prompt": "Guess a number", "max_tokens": 3, "temperature": 0},
+        timeout=120,
+    )
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert body["object"] == "text_completion" and isinstance(body["choices"][0]["text"], str), body
+    assert body["model"] == "embedded" and 1 <= body["usage"]["completion_tokens"] <= 3, body
+    assert body["choices"][0]["finish_reason"] in ("stop", "length"), body
+    chat = {"model": "embedded", "messages": [{"role": "user", "content": "Pick 1-100"}], "max_tokens": 3}
+    answer = httpx.post(f"{served_url}/v1/chat/completions", json=chat, timeout=120)
+    assert answer.status_code == 200, answer.text
+    reply = answer.json()["choices"][0]
+    assert reply["message"]["role"] == "assistant" and isinstance(reply["message"]["content"], str), reply
+    # Non-streaming only, and said so; a field OpenAI's API lacks is named.
+    streamed = httpx.post(f"{served_url}/v1/chat/completions", json={**chat, "stream": True}, timeout=30)
+    assert streamed.status_code == 400 and "non-streaming" in streamed.json()["error"]["message"]
+    odd = httpx.post(f"{served_url}/v1/chat/completions", json={**chat, "max_new_tokens": 3}, timeout=30)
+    assert odd.status_code == 400 and "max_new_tokens" in odd.json()["error"]["message"], odd.text
+
+    target = world["cwd"] / "openai.jsonl"
+    argv = ["env=guess-number-v0", "engine=openai", f"url={served_url}", "model=embedded", "n=2"]
+    argv += ["max_turns=2", "max_new_tokens=8", "baselines=false", "--save", str(target)]
+    assert rollout_eval.cli(argv) == 0
+    played = load_jsonl(str(target))
+    assert len(played) == 2 and not any(t.failed for t in played), [t.error for t in played]
+    assert all(t.num_turns >= 1 for t in played)
+    TABLE.append(
+        (
+            f"python -m rollout.eval env=guess-number-v0 engine=openai url={served_url} model=embedded",
+            "works",
+            0,
+        )
+    )
+
+
 MY_TOOLS = """\
 import pydantic
 

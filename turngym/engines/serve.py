@@ -1,10 +1,13 @@
-"""`python -m turngym.engines.serve [--model-path P] [--host H] [--port N]`: SGLang's native API over HFEngine.
+"""`python -m turngym.engines.serve [--model-path P] [--host H] [--port N]`: SGLang's native API and OpenAI's
+(`/v1/chat/completions`, `/v1/completions`, `/v1/models`; non-streaming) over HFEngine.
 
 Implements `POST /generate` (input_ids, or text tokenized as plain text: unlike SGLang, special-token
 strings in `text` stay text, so a rendered chat prompt must come as input_ids; strictly validated
 `sampling_params`, `return_logprob`, `rid`), `GET /health`, `GET /health_generate`, `GET /ready` and
 `GET /get_model_info` with SGLang's field names, so `SGLangEngine` (and anything written for SGLang)
-can drive the tiny model on a CPU.
+can drive the tiny model on a CPU. The OpenAI routes (turngym/engines/openai_api.py) serve any OpenAI
+client, turngym's own `engine=openai` included: `rollout.eval engine=openai url=http://127.0.0.1:30000
+model=embedded`; they answer non-streaming requests only (`stream: true` is refused with 400).
 Without `--model-path` it serves the embedded tiny model; `--model-path` also takes a model name
 (`smollm2-135m-instruct`) or `gguf:<file>`, converted once into a cached directory (turngym/engines/named_models.py),
 and a training run or checkpoint folder (exported like `rollout.eval` does).
@@ -25,6 +28,7 @@ from typing import Any
 
 from turngym.common.cli_errors import ArgumentParser, UsageError, run_cli
 from turngym.engines.engine import sampling_problem
+from turngym.engines.openai_api import OPENAI_ROUTES
 from turngym.engines.sglang_engine import SGLANG_SAMPLING_KEYS
 from turngym.serving import (
     AdmissionGate,
@@ -169,6 +173,7 @@ ROUTES = [
     ("GET", "/health_generate", health_generate),
     ("GET", "/get_model_info", model_info),
     ("POST", "/flush_cache", flush_cache),
+    *OPENAI_ROUTES,  # /v1/chat/completions, /v1/completions, /v1/models (turngym/engines/openai_api.py)
 ]
 
 
@@ -224,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = ArgumentParser(prog="python -m turngym.engines.serve", description=__doc__.split("\n")[0])
+    parser = ArgumentParser(
+        prog="python -m turngym.engines.serve", description=" ".join(__doc__.split("\n\n")[0].split("\n"))
+    )
     parser.add_argument(
         "--model-path",
         default=None,
