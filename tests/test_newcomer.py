@@ -401,6 +401,41 @@ def test_a_resume_with_changed_settings_is_refused_and_never_rewrites_what_earli
     assert len(launched) == 4 and (out / "config.resumed-5.yaml").exists()
 
 
+HEAVY = ("verl", "ray", "torch", "hydra", "transformers")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["env.id=guess-numbr-v0"], "env 'guess-numbr-v0' is not registered; did you mean guess-number-v0?"),
+        (["env.id=my-game-v0", "turngym.import_modules=[my_game]"], "env 'my-game-v0' is not registered;"),
+        (["env=guess-numbr"], "unknown env 'guess-numbr'"),
+    ],
+)
+def test_an_unregistered_env_id_is_refused_before_verl_or_ray_is_imported(world, argv, needle):
+    """`env.id=<unregistered>` composed the config first, which imports verl, torch and Ray (10-15 s,
+    164-172 s under load), while a misspelled group took 0.4 s: now both are refused before either."""
+    (world["cwd"] / "my_game.py").write_text(
+        "import envs\nfrom envs.games.guess_number import GuessNumberEnv\n"
+        "envs.register('my-game-v1', GuessNumberEnv)\n"
+    )
+    probe = (
+        "import sys, trainer.run\ncode = trainer.run.main(sys.argv[1:])\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\nsys.exit(code)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=environment, timeout=300
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"trainer.run: {needle}"), lines
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout  # none of verl, ray, torch, hydra
+    if "my_game" in " ".join(argv):  # the user's module was imported: its own id is the suggestion
+        assert "did you mean my-game-v1" in lines[0], lines
+    TABLE.append((f"python -m trainer.run {' '.join(argv)}", lines[0], 2))
+
+
 BROKEN_ENV = """\
 import envs
 from envs.games.guess_number import GuessNumberEnv
