@@ -712,6 +712,50 @@ def test_engines_serve_speaks_the_openai_api_so_engine_openai_plays_on_it(world,
     )
 
 
+def test_view_pairs_only_episodes_played_alike_and_says_what_differs_at_the_top(world, capsys):
+    """`rollout.eval env=guess-number-v0` (medium, the guess tool) against a run on easy with text moves
+    paired seed with seed ("improved (12)", +1.80) without a word, beside summary rows of 0 episodes."""
+    import shlex
+
+    from rollout import eval as rollout_eval
+    from rollout import view
+
+    fast = ["n=3", "max_turns=1", "max_new_tokens=4", "baselines=false"]
+    default, trained = world["cwd"] / "default.jsonl", world["cwd"] / "easy.jsonl"
+    assert rollout_eval.cli(["env=guess-number-v0", *fast, "--save", str(default)]) == 0
+    easy = ["env=guess-number-v0", "env.difficulty=easy", "env.action_tool=false", *fast]
+    assert rollout_eval.cli([*easy, "--save", str(trained)]) == 0
+    capsys.readouterr()
+
+    page = world["cwd"] / "page.html"
+    assert view.main([str(default), str(trained), "-o", str(page), "--no-baselines"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    said = [line for line in out if line.startswith("rollout.view: not like with like: ")]
+    assert len(said) == 1, out
+    assert 'guess-number-v0: action_tool true -> false, difficulty (default) -> "easy"' in said[0], said
+    assert "3 of " in said[0] and "are unpaired" in said[0], said
+    text = page.read_text()
+    assert "not like with like" in text and "0 pairs on (env and its settings" in text
+    assert "improved (" not in text or "improved (0)" in text
+    TABLE.append(
+        ("python -m rollout.view default.jsonl easy.jsonl (other settings)", said[0][:160] + " ...", 0)
+    )
+
+    # The command the line gives plays a file that pairs with the trained one, episode for episode.
+    command = said[0].split("a file played like ")[1].split(": ", 1)[1]
+    words = shlex.split(command)
+    assert words[:3] == ["python", "-m", "rollout.eval"] and words[-2:] == ["--save", "zero-shot.jsonl"], (
+        words
+    )
+    matching = world["cwd"] / "zero-shot.jsonl"
+    argv = [*words[3:-2], "n=3", "max_new_tokens=4", "baselines=false", "--save", str(matching)]
+    assert rollout_eval.cli(argv) == 0
+    capsys.readouterr()
+    assert view.main([str(matching), str(trained), "-o", str(page), "--no-baselines"]) == 0
+    assert "not like with like" not in capsys.readouterr().out
+    assert "3 pairs on (env and its settings" in page.read_text()
+
+
 MY_TOOLS = """\
 import pydantic
 
