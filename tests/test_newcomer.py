@@ -515,21 +515,143 @@ def test_an_env_that_raises_in_training_shows_its_traceback_once_and_counts_its_
         assert all(0 < failed < episodes for failed, episodes in counts), proc.stdout
 
 
-def test_ctrl_c_in_training_is_one_line_with_the_resume_hint(world, capsys, monkeypatch):
-    """Through trainer.run's main with verl's launch raising KeyboardInterrupt, as Ctrl-C during the run."""
+def test_ctrl_c_in_training_says_what_the_same_command_will_do_with_the_real_log_path(
+    world, capsys, monkeypatch
+):
+    """Through trainer.run's main with verl's launch (or the warm start) raising KeyboardInterrupt, as Ctrl-C
+    then. The line said "resume from the last checkpoint (verl's and Ray's output:
+    <turngym.output_dir>/train.log)" with the placeholder printed as is, also when no checkpoint existed
+    (during the warm start, or before the first save), when the same command starts over."""
     import trainer.run
+    import trainer.warm_start
 
-    def interrupted(cfg):
+    def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(trainer.run, "launch", interrupted)
     out_dir = world["cwd"] / "run"
+    log = out_dir.resolve() / "train.log"
     argv = ["env=guess-number", f"turngym.output_dir={out_dir}", "turngym.warm_start.enable=false"]
     assert trainer.run.main(argv) == INTERRUPT_EXIT
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "the same command again to resume" in err[0], err
+    assert len(err) == 1 and "<turngym.output_dir>" not in err[0], err
+    assert err[0] == (
+        "trainer.run: interrupted before the first checkpoint (trainer.save_freq=8): nothing to resume; the "
+        f"same command starts the run over (verl's and Ray's output: {log})"
+    ), err
     assert not list(world["scratch"].glob("turngym-data-*"))  # no scratch folder left behind
-    TABLE.append(("python -m trainer.run env=guess-number ... (Ctrl-C)", err[0], INTERRUPT_EXIT))
+    TABLE.append(
+        ("python -m trainer.run env=guess-number ... (Ctrl-C before a checkpoint)", err[0], INTERRUPT_EXIT)
+    )
+
+    _checkpointed(out_dir, 8)
+    assert trainer.run.main([*argv, "trainer.total_training_steps=16"]) == INTERRUPT_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "trainer.run: interrupted; run the same command again to resume after step 8, its last checkpoint "
+        f"(verl's and Ray's output: {log})"
+    ], err
+    TABLE.append(
+        ("python -m trainer.run env=guess-number ... (Ctrl-C after step 8's checkpoint)", err[0], 130)
+    )
+
+    monkeypatch.setattr(trainer.warm_start, "warm_start", interrupted)
+    fresh = world["cwd"] / "fresh"
+    assert trainer.run.main(["env=guess-number", f"turngym.output_dir={fresh}"]) == INTERRUPT_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "trainer.run: interrupted during the warm start, before any checkpoint: the same command runs the "
+        "warm start again, then RL from step 0"
+    ), err
+    assert "resume" not in err[0] and str(fresh.resolve() / "train.log") in err[0], err
+    TABLE.append(
+        ("python -m trainer.run env=guess-number (Ctrl-C in the warm start)", err[0], INTERRUPT_EXIT)
+    )
+
+
+def test_after_a_warm_start_the_health_warning_does_not_advise_one(world):
+    """Step 1's warning, right after the warm start ran, advised "warm start on expert demos"."""
+    from trainer.compose import compose_config
+    from trainer.health import FORMAT_ERROR_RATE, metric_key
+    from trainer.health_guard import HealthGuard
+
+    unreadable = {metric_key(FORMAT_ERROR_RATE): 0.9}
+    warm = compose_config(["env=guess-number"])  # the embedded model's CPU run warm starts by default
+    assert warm.turngym.warm_start.enable
+    (line,), _ = HealthGuard.for_run(warm).check(1, unreadable)
+    assert "warm start on expert demos (turngym.warm_start.enable=true)" not in line, line
+    assert "the warm start on expert demos ran and its format did not carry over" in line, line
+    cold = compose_config(["env=guess-number", "turngym.warm_start.enable=false"])
+    (line,), _ = HealthGuard.for_run(cold).check(1, unreadable)
+    assert "or warm start on expert demos (turngym.warm_start.enable=true)" in line, line
+
+
+def test_validation_reward_keeps_sampled_and_greedy_play_apart():
+    """The plot's "validation reward" (and the step line's `val reward`) averaged sampled and greedy play."""
+    from trainer.plot import validation_series
+    from trainer.progress import progress_line
+
+    record = {
+        "step": 4,
+        "val-core/guess-number-v0/reward/mean@1": 0.25,
+        "val-core/guess-number-v0@greedy/reward/mean@1": 0.75,
+    }
+    assert validation_series([record]) == {
+        "validation reward, sampled": [(4, 0.25)],
+        "validation reward, greedy": [(4, 0.75)],
+    }
+    line = progress_line(4, 16, record)
+    assert line.endswith("val reward sampled 0.250, greedy 0.750"), line
+    assert "0.500" not in line
+
+
+def _sigint_ends_with_130(
+    argv: list[str], ready: str, env: dict[str, str] | None = None
+) -> tuple[int, list[str]]:
+    """Start a server, wait for its listening line, press Ctrl-C (SIGINT); its exit code and stderr lines."""
+    import signal
+
+    server = subprocess.Popen(
+        [sys.executable, *argv],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), **(env or {})},
+    )
+    try:
+        first = ""
+        while not first.startswith(ready):  # transformers' "Loading weights" bar may come first
+            line = server.stderr.readline()
+            assert line, f"the server ended before saying it listens (exit {server.wait()})"
+            first = line.strip()
+        server.send_signal(signal.SIGINT)
+        rest = server.communicate(timeout=120)[1]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    return server.returncode, [first, *rest.strip().splitlines()]
+
+
+def test_servers_say_where_they_listen_and_end_ctrl_c_with_130_and_one_line(world):
+    """`envs serve` and `turngym.engines.serve` exited 0 on Ctrl-C (the docs promise 130 and a line), and
+    `turngym.engines.serve` never said it was listening."""
+    port = _free_port()
+    code, lines = _sigint_ends_with_130(
+        ["-m", "envs", "serve", "--port", str(port)], f"envs serve: listening on http://127.0.0.1:{port} "
+    )
+    assert code == INTERRUPT_EXIT and lines[1:] == ["envs: interrupted"], (code, lines)
+    TABLE.append((f"python -m envs serve --port {port} (Ctrl-C)", lines[-1], code))
+
+    port = _free_port()
+    code, lines = _sigint_ends_with_130(
+        ["-m", "turngym.engines.serve", "--port", str(port)],
+        f"turngym.engines.serve: listening on http://127.0.0.1:{port} (model embedded, pid ",
+    )
+    assert lines[0].endswith("); Ctrl-C stops it"), lines
+    assert code == INTERRUPT_EXIT and lines[-1] == "turngym.engines.serve: interrupted", (code, lines)
+    TABLE.append((f"python -m turngym.engines.serve --port {port}", lines[0], 0))
+    TABLE.append((f"python -m turngym.engines.serve --port {port} (Ctrl-C)", lines[-1], code))
 
 
 def test_the_guard_itself(capsys):

@@ -42,6 +42,7 @@ from trainer.compose import (
     turn_limit_notes,
     warm_start_compute_dtype,
 )
+from trainer.interrupt_line import TRAINING, WARM_START, RunProgress
 from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
@@ -192,9 +193,9 @@ def stage_run(cfg: DictConfig) -> StagedData:
     return staged
 
 
-def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
+def prepare(cfg: DictConfig, staged: StagedData, progress: RunProgress | None = None) -> DictConfig:
     """Side effects before Ray, once ``stage_run`` passed: datasets and run record into the run folder,
-    env vars, warm start. Returns cfg."""
+    env vars, warm start (``progress``, if given, follows it for the Ctrl-C line). Returns cfg."""
     from trainer.compose import warm_start_engine
     from trainer.run_checks import write_run_record
     from trainer.run_data import install, run_data_path
@@ -227,6 +228,8 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
         print("[turngym] checkpoint found: skipping warm start, resuming RL")
         cfg.turngym.model = str(finished_warm_start(out / "warm_start") or cfg.turngym.model)
     elif ws.enable:
+        if progress is not None:
+            progress.phase = WARM_START
         players = (
             "expert"
             if float(ws.expert_share) >= 1
@@ -260,6 +263,8 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
             flush=True,
         )
         cfg.turngym.model = report["model"]
+        if progress is not None:
+            progress.phase = TRAINING
     return cfg
 
 
@@ -413,12 +418,6 @@ def print_learning_table(cfg: DictConfig) -> None:
             print(f"[turngym]   {line}", flush=True)
 
 
-INTERRUPTED = (
-    "interrupted; run the same command again to resume from the last checkpoint "
-    "(verl's and Ray's output: <turngym.output_dir>/train.log)"
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code.
 
@@ -451,10 +450,11 @@ def main(argv: list[str] | None = None) -> int:
         >>> main(["env=guess-number", "trainer.total_training_steps=1"])  # a real run  # doctest: +SKIP
         0
     """
-    return run_cli("trainer.run", _main, argv, interrupted=INTERRUPTED)
+    progress = RunProgress()  # what the Ctrl-C line says depends on how far the command got
+    return run_cli("trainer.run", lambda args: _main(args, progress), argv, interrupted=progress.line)
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
     from trainer.run_data import discard
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -474,6 +474,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         cfg = compose_config(argv)
         apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
+        progress = progress or RunProgress()
         model_label = resolve_model_option(cfg)  # a name or GGUF: converted once, before Ray starts
         check_run(cfg)  # before anything is written: output folders, model path, the run folder's settings
         # An existing Ray cluster to join (RAY_ADDRESS or ray_kwargs.ray_init.address): up, and big enough.
@@ -502,8 +503,10 @@ def _main(argv: list[str] | None) -> int:
         try:
             with ConsoleFilter(log_file, verbose=bool(cfg.turngym.get("verbose", False))):
                 print(f"[turngym] verl's and Ray's output: {log_file} (turngym.verbose=true shows it here)")
+                progress.cfg = cfg  # from here on the run folder holds this run's files
+                progress.phase = TRAINING
                 try:
-                    cfg = prepare(cfg, staged)
+                    cfg = prepare(cfg, staged, progress)
                 except UsageError as exc:
                     error = exc
                 else:

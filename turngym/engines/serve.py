@@ -40,6 +40,7 @@ from turngym.serving import (
     run_server,
     server_settings,
 )
+from turngym.serving.listening import say_when_listening
 
 #: The environment variable that may hold the server's token (SGLangEngine's `api_key` reads it too).
 TOKEN_ENV = "TURNGYM_MODEL_TOKEN"
@@ -221,9 +222,11 @@ def create_app(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve a model (default: the embedded tiny model) on HTTP with SGLang's native API.
+    """Serve a model (default: the embedded tiny model) on HTTP with SGLang's native API and OpenAI's.
 
     A mistake (a bad model, a port in use) is one line on stderr and exit code 2, before the model loads.
+    Once it accepts connections it says so in one line on stderr (`listening on http://...`); Ctrl-C stops
+    it with one line and exit code 130.
     """
     return run_cli("turngym.engines.serve", _main, argv)
 
@@ -270,7 +273,13 @@ def _main(argv: list[str] | None) -> int:
         body_timeout_s=settings["body_timeout_s"],
         token=settings["token"],
     )
-    run_server(app, args)
+    served = say_when_listening(
+        "turngym.engines.serve", args.host, args.port, f"model {args.model_path or 'embedded'}"
+    )
+    try:
+        run_server(app, args)
+    finally:
+        served.set()
     return 0
 
 
