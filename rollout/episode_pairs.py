@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from rollout.episode_settings import PlayedUnder, played_under
+from rollout.episode_settings import PlayedUnder, played_under, turn_caps_recorded
 from rollout.trajectory import Trajectory
 
 # An episode's verdict: "ok" succeeded, "no" judged and did not, "none" not judged, "failed" never ran.
@@ -32,10 +32,10 @@ def verdict(t: Trajectory) -> str:
     return "no"
 
 
-def pair_key(t: Trajectory, k: int) -> tuple[PlayedUnder, int | None, int]:
-    """The key two runs' episodes are paired on: what it was played under (env id, settings, turn cap),
-    seed, and k (its place among that seed's episodes)."""
-    return (played_under(t), t.seed if isinstance(t.seed, int) else None, k)
+def pair_key(t: Trajectory, k: int, with_turns: bool = True) -> tuple[PlayedUnder, int | None, int]:
+    """The key two runs' episodes are paired on: what it was played under (env id, settings, and the turn
+    cap when both files record it), seed, and k (its place among that seed's episodes)."""
+    return (played_under(t, with_turns), t.seed if isinstance(t.seed, int) else None, k)
 
 
 def pair_episodes(
@@ -60,11 +60,13 @@ def pair_episodes(
     [(True, False), (False, True)]
     """
 
+    turns = turn_caps_recorded(a, b)
+
     def keyed(run: Sequence[Trajectory]) -> dict[tuple, Trajectory]:
         seen: Counter = Counter()
         out = {}
         for t in run:
-            base = pair_key(t, 0)[:2]
+            base = pair_key(t, 0, turns)[:2]
             out[(*base, seen[base])] = t
             seen[base] += 1
         return out

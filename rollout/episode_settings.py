@@ -71,8 +71,15 @@ class PlayedUnder:
         return f"{self.env_id} {_json(changed)}" if changed else self.env_id
 
 
-def played_under(t: Any) -> PlayedUnder:
-    """What trajectory ``t`` was played under (``env_kwargs`` and ``max_turns`` as its file recorded them).
+def turn_caps_recorded(*runs: Sequence[Any]) -> bool:
+    """Whether every episode of ``runs`` records its turn cap; only then is the cap compared (a file
+    written before ``max_turns`` was recorded says nothing about it)."""
+    return all(isinstance(getattr(t, "max_turns", None), int) for run in runs for t in run)
+
+
+def played_under(t: Any, with_turns: bool = True) -> PlayedUnder:
+    """What trajectory ``t`` was played under (``env_kwargs`` and ``max_turns`` as its file recorded them;
+    ``env_kwargs`` not recorded: the env's defaults; ``with_turns=False`` leaves the turn cap out).
 
     Example:
         >>> from rollout.trajectory import Trajectory
@@ -89,9 +96,8 @@ def played_under(t: Any) -> PlayedUnder:
     merged = dict(_defaults(env_id))
     merged.update({str(k): _json(v) for k, v in recorded.items()})
     max_turns = getattr(t, "max_turns", None)
-    return PlayedUnder(
-        env_id, tuple(sorted(merged.items())), max_turns if isinstance(max_turns, int) else None
-    )
+    cap = max_turns if with_turns and isinstance(max_turns, int) else None
+    return PlayedUnder(env_id, tuple(sorted(merged.items())), cap)
 
 
 def _shown(value: str | None) -> str:
@@ -141,8 +147,9 @@ def settings_mismatch(a: Sequence[Any], b: Sequence[Any], labels: tuple[str, str
         the first run's env under the second run's settings; None when every env both runs played was
         played alike (or the runs share no env: then the line says so).
     """
-    kinds_a = {played_under(t) for t in a}
-    kinds_b = {played_under(t) for t in b}
+    turns = turn_caps_recorded(a, b)
+    kinds_a = {played_under(t, turns) for t in a}
+    kinds_b = {played_under(t, turns) for t in b}
     if kinds_a == kinds_b:
         return None
     ids_a, ids_b = {k.env_id for k in kinds_a}, {k.env_id for k in kinds_b}
@@ -157,8 +164,8 @@ def settings_mismatch(a: Sequence[Any], b: Sequence[Any], labels: tuple[str, str
         notes.append(f"{labels[0]} played {', '.join(sorted(ids_a))}, {labels[1]} {', '.join(sorted(ids_b))}")
     if not notes:
         return None
-    unpaired_a = sum(played_under(t) not in kinds_b for t in a)
-    unpaired_b = sum(played_under(t) not in kinds_a for t in b)
+    unpaired_a = sum(played_under(t, turns) not in kinds_b for t in a)
+    unpaired_b = sum(played_under(t, turns) not in kinds_a for t in b)
     line = (
         f"not like with like: {labels[0]} and {labels[1]} played under other settings ({'; '.join(notes)}); "
         f"episodes pair only with episodes played alike, so {unpaired_a} of {labels[0]} and {unpaired_b} of "
