@@ -285,23 +285,13 @@ def build_engine(opts: dict[str, Any]):
     )
 
 
-def model_name_hint(model: str) -> str:
-    """``"; did you mean <name>?"`` when a model that is no path looks like a misspelt model name."""
-    from turngym.engines.named_models import NAMED_MODELS
-
-    if Path(model).expanduser().exists():
-        return ""
-    near = did_you_mean(model, [*NAMED_MODELS, EMBEDDED])
-    return f"; {near}" if near else ""
-
-
 def _resolved(model: str) -> Path:
     from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
     try:
         return resolve_model(model)  # only model names come here: no checkpoint is exported
     except CheckpointError as exc:
-        raise UsageError(f"{exc}{model_name_hint(model)}") from None
+        raise UsageError(str(exc)) from None  # names the named models, or how to fetch a Hub id
 
 
 def format_summary(summary: dict[str, float], wall: float) -> str:
@@ -363,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 resolve_model(opts["model"], trust_checkpoint=opts.get("trust_checkpoint", False))
             )
         except CheckpointError as exc:
-            raise UsageError(f"{exc}{model_name_hint(opts['model'])}") from None
+            raise UsageError(str(exc)) from None  # names the named models, or how to fetch a Hub id
     else:
         settings = {}
         plan = eval_plan(opts, env_kwargs, settings)

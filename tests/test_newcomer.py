@@ -69,6 +69,9 @@ def world(tmp_path, monkeypatch):
     (cwd / "spaced.yaml").write_text("tools:\n  - entry: calculator\n    name: count letters with spaces\n")
     (cwd / "sometimes.yaml").write_text("tools:\n  - entry: calculator\n    concurrent: sometimes\n")
     (cwd / "lots.yaml").write_text("tools:\n  - entry: search\n    config: {max_chars_per_doc: lots}\n")
+    # An empty Hugging Face cache: a Hub id is then known not to be cached, whatever this machine holds.
+    (tmp_path / "hf").mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
@@ -122,11 +125,20 @@ CASES = [
         "needs model=",
     ),
     ("rollout.eval", ["env=guess-number-v0", "engine=openai", "model=gpt-4o-mini"], 2, "needs url=http"),
+    # A model that is no path: the named models listed, or for a Hub id the command that fetches it.
+    ("rollout.eval", ["env=guess-number-v0", "model=qwen-tiny"], 2, "a named model: smollm2-135m-instruct ("),
+    (
+        "rollout.eval",
+        ["env=guess-number-v0", "model=Qwen/Qwen2.5-0.5B-Instruct"],
+        2,
+        "`hf download Qwen/Qwen2.5-0.5B-Instruct --local-dir models/Qwen2.5-0.5B-Instruct`",
+    ),
     ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
     ("rollout.view", ["traj.jsonl"], 2, "not a trajectories JSONL"),
     ("rollout.view", ["traj.jsonl", "-o", "notes.txt/page.html"], 2, "is a file"),
     ("turngym.engines.serve", ["--port", "{port}"], 2, "is in use"),
     ("turngym.engines.serve", ["--model-path", "no/such/model"], 2, "does not exist"),
+    ("turngym.engines.serve", ["--model-path", "smollm"], 2, "embedded (the embedded tiny model)"),
     ("tools.sandbox.serve", ["--port", "{port}"], 2, "is in use"),
     ("tools.sandbox.serve", ["--concurrency", "0"], 2, "--concurrency"),
     ("tools.sandbox.serve", ["--isolation", "docker"], 2, "invalid choice"),
@@ -136,6 +148,12 @@ CASES = [
     ("trainer.run", ["env=guess-number", "algorithm=grpoo"], 2, "grpo"),
     ("trainer.run", ["env=guess-number", "actor_rollout_ref.actor.optim.lrr=1e-5"], 2, "did you mean"),
     ("trainer.run", ["env=guess-number", "model=gguf:missing.gguf"], 2, "no such file"),
+    (
+        "trainer.run",
+        ["env=guess-number", "model=Qwen/Qwen2.5-0.5B-Instruct"],
+        2,
+        "turngym downloads nothing at run time: fetch it once with `hf download Qwen/Qwen2.5-0.5B-Instruct",
+    ),
     ("trainer.run", ["env=guess-number", "turngym.keep_optimizer=lates"], 2, "did you mean latest"),
     # env.kwargs.* with a group apply to every env of it, so a bad value is refused like with env.id.
     ("trainer.run", ["env=guess-number", "env.kwargs.tools=tools.yaml"], 2, "entry: calculater"),
@@ -832,6 +850,26 @@ def test_engines_serve_speaks_the_openai_api_so_engine_openai_plays_on_it(world,
             0,
         )
     )
+
+
+def test_a_hub_id_in_the_local_cache_is_used_from_there_without_a_download(world, capsys, model_path):
+    """`model=<org>/<name>` answered "the path does not exist" even when the Hugging Face cache held it."""
+    import shutil
+
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    repo = Path(os.environ["HF_HUB_CACHE"]) / "models--tiny-org--tiny-chat"
+    commit = "0" * 40
+    shutil.copytree(model_path, repo / "snapshots" / commit)  # as `hf download tiny-org/tiny-chat` leaves it
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    target = world["cwd"] / "hub.jsonl"
+    argv = ["env=guess-number-v0", "model=tiny-org/tiny-chat", "n=1", "max_turns=1", "max_new_tokens=4"]
+    assert rollout_eval.cli([*argv, "baselines=false", "--save", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert f"model tiny-org/tiny-chat (HF dir {repo / 'snapshots' / commit})" in out, out
+    assert len(load_jsonl(str(target))) == 1
 
 
 def test_view_pairs_only_episodes_played_alike_and_says_what_differs_at_the_top(world, capsys):

@@ -6,7 +6,9 @@ Examples:
     python -m trainer.run env=tool-use model=/models/Qwen2.5-1.5B-Instruct trainer.n_gpus_per_node=8
     python -m trainer.run env=guess-number model=smollm2-135m-instruct
 
-model= is a Hugging Face model directory, a model name (smollm2-135m-instruct, embedded) or gguf:<file>;
+model= is a Hugging Face model directory, a model name (smollm2-135m-instruct, embedded), gguf:<file>, or a
+Hugging Face Hub id whose snapshot the local cache holds (nothing is downloaded: an id not cached gets the
+`hf download` line that fetches it);
 a name or GGUF is converted once, here, into a cached directory (turngym/engines/named_models.py) that every
 verl worker then loads. Settings tuned for the embedded model (its warm start, budgets and learning
 rates) apply only to it; the line ``model ...: ...`` shows the settings the run uses.
@@ -128,6 +130,12 @@ def resolve_model_option(cfg: DictConfig) -> str:
             cfg.turngym.model = str(resolve_named_model(str(given)))
         except ModelSourceError as exc:
             raise ConfigError(str(exc)) from None
+    else:
+        from turngym.engines.model_lookup import cached_hub_snapshot
+
+        snapshot = cached_hub_snapshot(str(given))  # a Hub id the local cache holds: its folder, no download
+        if snapshot is not None:
+            cfg.turngym.model = str(snapshot)
     return str(given)
 
 

@@ -40,13 +40,12 @@ from trainer.resume_settings import (
 )
 from trainer.run_files import read_run_file, write_run_file
 from turngym.common.cli_errors import UsageError, check_output_file
+from turngym.engines.model_lookup import model_not_found
 
 RUN_RECORD = "run.json"
 # Files a Hugging Face model directory has; a tokenizer needs one of these.
 MODEL_CONFIG = "config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-# `org/name`: a Hugging Face Hub repo id, which verl downloads (only when it is not a local path).
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # Named runs live in <turngym.output_dir>/runs/<run_name>, apart from the default run's own folders.
 RUNS_FOLDER = "runs"
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -83,9 +82,9 @@ def check_model_dir(model: str, key: str = "model") -> None:
     """A model path must be a directory with a config and a tokenizer; raises ConfigError in one line."""
     path = Path(model).expanduser()
     if not path.exists():
-        if _HUB_ID.match(model) and not model.startswith((".", "~")):
-            return  # a Hub repo id: verl resolves it (no such local path exists to check)
-        raise ConfigError(f"{key}={model}: the path does not exist; give a Hugging Face model directory")
+        # Not a Hub id in the local cache either (resolve_model_option swapped such an id for its
+        # snapshot): turngym downloads nothing at run time; the line says how to fetch it, or the names.
+        raise ConfigError(model_not_found(model, key))
     if not path.is_dir():
         raise ConfigError(f"{key}={model}: not a directory; give a Hugging Face model directory")
     if not (path / MODEL_CONFIG).exists():
