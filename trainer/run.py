@@ -430,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code.
 
     A mistake is one line on stderr and exit code 2, before anything is written or Ray starts; Ctrl-C
-    is one line saying that the same command resumes, exit code 130.
+    is one line saying what the same command will do (resume after the last checkpoint's step, or start
+    over when there is none) and where the run's log is, exit code 130.
 
     Args:
         argv: The command line after `python -m trainer.run`: a config group (`env=guess-number`) and
