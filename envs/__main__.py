@@ -12,13 +12,13 @@ import json
 import os
 import re
 import sys
-import threading
 from collections.abc import Callable
 
 import envs
 from envs.core.text_env import render_transcript
 from turngym.chat.calls.formats import write_calls
 from turngym.common.cli_errors import ArgumentParser, UsageError, check_port_free, did_you_mean, run_cli
+from turngym.serving.listening import say_when_listening
 
 # Terminal escape sequences (CSI such as colours and cursor moves, OSC such as window titles and
 # hyperlinks, and two-byte ESC codes), then every other control character but newline and tab, C1 controls
@@ -130,7 +130,7 @@ def _main(argv: list[str] | None) -> int:
         # program holds would answer the listening probe below, so it is refused before, as the server would.
         server_settings(args, token_env=TOKEN_ENV)
         check_port_free(args.host, args.port)
-        served = _say_when_listening(args.host, args.port)
+        served = say_when_listening("envs serve", args.host, args.port, "one process")
         try:
             return run_server(args)
         finally:
@@ -217,43 +217,6 @@ def _ask_human() -> str | None:
         return input("\nyou> ")
     except EOFError:
         return None
-
-
-def _say_when_listening(host: str, port: int, wait_s: float = 300.0) -> threading.Event:
-    """Print ``envs serve: listening on http://HOST:PORT (one process, pid N)`` once the port accepts.
-
-    uvicorn logs nothing at the default log level, and ``--workers N`` already says where it listens; the
-    one-process server is only known to be up when a connection to it succeeds, so a daemon thread tries
-    until then, or until the returned event is set (the server ended, e.g. refused its settings).
-    """
-    import socket
-    import time
-
-    ended = threading.Event()
-    if port == 0:
-        return ended  # the port is chosen by the system and not known here
-    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
-    shown = f"[{host}]" if ":" in host else host
-
-    def wait() -> None:
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and not ended.is_set():
-            try:
-                socket.create_connection((target, port), timeout=1).close()
-            except OSError:
-                ended.wait(0.1)
-                continue
-            if ended.is_set():
-                return
-            print(
-                f"envs serve: listening on http://{shown}:{port} (one process, pid {os.getpid()}); Ctrl-C stops it",
-                file=sys.stderr,
-                flush=True,
-            )
-            return
-
-    threading.Thread(target=wait, name="envs-serve-listening", daemon=True).start()
-    return ended
 
 
 def _expert_move(env) -> str:

@@ -21,7 +21,8 @@ no model is given), and the values used are printed. env.<name>=<value> (env kwa
 trust_checkpoint=true lets a checkpoint's shards load with the full unpickler (they may run code: only for
 checkpoints you trust); by default they load as tensors only and anything else is refused.
 --import my_pkg.my_envs imports a module first (e.g. one registering envs). Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
-is loaded.
+is loaded. An env whose every episode failed ends the command with one line naming the first failure and
+exit code 1, after the episodes were saved.
 """
 
 from __future__ import annotations
@@ -284,23 +285,13 @@ def build_engine(opts: dict[str, Any]):
     )
 
 
-def model_name_hint(model: str) -> str:
-    """``"; did you mean <name>?"`` when a model that is no path looks like a misspelt model name."""
-    from turngym.engines.named_models import NAMED_MODELS
-
-    if Path(model).expanduser().exists():
-        return ""
-    near = did_you_mean(model, [*NAMED_MODELS, EMBEDDED])
-    return f"; {near}" if near else ""
-
-
 def _resolved(model: str) -> Path:
     from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
     try:
         return resolve_model(model)  # only model names come here: no checkpoint is exported
     except CheckpointError as exc:
-        raise UsageError(f"{exc}{model_name_hint(model)}") from None
+        raise UsageError(str(exc)) from None  # names the named models, or how to fetch a Hub id
 
 
 def format_summary(summary: dict[str, float], wall: float) -> str:
@@ -362,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 resolve_model(opts["model"], trust_checkpoint=opts.get("trust_checkpoint", False))
             )
         except CheckpointError as exc:
-            raise UsageError(f"{exc}{model_name_hint(opts['model'])}") from None
+            raise UsageError(str(exc)) from None  # names the named models, or how to fetch a Hub id
     else:
         settings = {}
         plan = eval_plan(opts, env_kwargs, settings)
@@ -434,6 +425,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if len(plan) > 1:
             print(kind.key)
         print(format_summary(summary, wall))
+        if played and not list(batch):  # nothing to set beside the trivial players: say why, once, at the end
+            first = batch.failed[0]
+            _ALL_FAILED.append(
+                f"{kind.key} ({len(played)} of {len(played)}; the first, seed {first.seed}: {one_line(first.error)[:400]})"
+            )
+            continue
         if opts.get("baselines", True):
             seeds = sorted({t.seed for t in played if t.seed is not None})
             summary.update(print_baselines(kind, seeds, summary, cfg.max_turns))
@@ -481,6 +478,9 @@ def print_baselines(
 
 #: [path, count] of the --save file once written, for the Ctrl-C line.
 _SAVED: list[Any] = []
+#: Per env whose every episode failed: its key, the count and the first failure, for the exit line.
+_ALL_FAILED: list[str] = []
+ALL_FAILED_EXIT = 1
 
 
 def _interrupted() -> str:
@@ -490,10 +490,29 @@ def _interrupted() -> str:
     return f"interrupted; the {count} episodes of the envs played to the end are in {path}"
 
 
+def all_failed_line() -> str | None:
+    """The exit line when every episode of an env failed (none otherwise): which envs, the first failure,
+    where the episodes were saved, and what to do."""
+    if not _ALL_FAILED:
+        return None
+    kept = f"; the failed episodes are in {_SAVED[0]}" if _SAVED else ""
+    return (
+        f"every episode failed: {'; '.join(_ALL_FAILED)}{kept}; fix what the error names (the env, or the "
+        "engine and its url) and run again"
+    )
+
+
 def cli(argv: list[str] | None = None) -> int:
-    """Command-line entry: usage errors print one line and exit with code 2, Ctrl-C exits 130."""
+    """Command-line entry: usage errors print one line and exit with code 2, Ctrl-C exits 130, and an env
+    whose every episode failed ends in one line and exit code 1 (what was played is saved first)."""
     _SAVED.clear()
-    return run_cli("rollout.eval", main, argv, interrupted=_interrupted)
+    _ALL_FAILED.clear()
+    code = run_cli("rollout.eval", main, argv, interrupted=_interrupted)
+    line = all_failed_line()
+    if code == 0 and line is not None:
+        print(f"rollout.eval: {line}", file=sys.stderr, flush=True)
+        return ALL_FAILED_EXIT
+    return code
 
 
 if __name__ == "__main__":

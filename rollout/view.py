@@ -8,9 +8,12 @@ hover), env/tool/template tokens (mask 0) blue; each turn's reward (and advantag
 is a badge on the token that carries it.
 
 `python -m rollout.view before.jsonl after.jsonl -o page.html` compares two runs on the same seeds:
-episodes are paired on (env id, seed, index within the seed's group) and shown side by side, the
-summary has both runs and the env's random and expert players on the same seeds, and the filters
-pick improved, regressed, both or neither succeeding.
+episodes are paired on (env id and settings, seed, index within the seed's group) and shown side by side,
+the summary has both runs and the env's random and expert players on the same seeds, and the filters
+pick improved, regressed, both or neither succeeding. Settings are the env's kwargs (its defaults filled
+in) and the turn cap each file records: two files that played an env under other settings (another
+difficulty, text moves against a tool) do not pair, and one line at the top of the page (and on the
+console) says what differs and gives the `rollout.eval` command that plays a matching file.
 
 Tokens are decoded with the tokenizer each file records (``rollout.eval --save`` and training dumps
 write it on every line), else ``--tokenizer``, else the embedded tiny model's. The filters are CSS
@@ -32,6 +35,7 @@ from typing import Any
 
 from envs.baselines.success_interval import wilson_interval
 from rollout.episode_pairs import pair_change, pair_episodes, verdict
+from rollout.episode_settings import played_under, settings_mismatch
 from rollout.trajectory import Trajectory
 from turngym.common.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 
@@ -51,7 +55,7 @@ th:first-child,td:first-child{text-align:left}.index a{margin-right:.6em}.fail{c
 .item:target .ep,.item:target>.ep{border-color:#36c;box-shadow:0 0 0 2px #36c}
 .filters{margin:.3em 0}input[type=radio]{position:absolute;opacity:0}
 .filters label{display:inline-block;border:1px solid #999;border-radius:3px;padding:1px 6px;margin:2px;cursor:pointer}
-.note{color:#555;font-size:.9em}.scroll{max-height:45vh;overflow:auto;display:inline-block;border:1px solid #ddd}
+.note{color:#555;font-size:.9em}.warn{color:#a40;font-weight:bold}.scroll{max-height:45vh;overflow:auto;display:inline-block;border:1px solid #ddd}
 .scroll table{margin:0}
 """
 
@@ -196,8 +200,8 @@ def _stats_cells(name: str, stats: dict[str, Any], columns: Sequence[str]) -> st
 
 
 def _group_name(t: Trajectory) -> str:
-    kwargs = getattr(t, "env_kwargs", None)
-    return f"{t.env_id} {json.dumps(kwargs, sort_keys=True)}" if kwargs else str(t.env_id)
+    # By what it was played under, the env's defaults filled in: `{}` and `{"difficulty": null}` are one row.
+    return played_under(t).label
 
 
 def _env_index(runs: Sequence[Sequence[Trajectory]]) -> list[str]:
@@ -556,9 +560,12 @@ def render_comparison_html(
         for c in cls.split():
             counts[c] += 1
     env_counts = {name: counts[f"e{i}"] for i, name in enumerate(envs_seen)}
+    mismatch = settings_mismatch(before, after, labels)
     body = [
+        f"<div class='note warn'>{_e(mismatch)}</div>" if mismatch else "",
         f"<div class='note'>{_e(labels[0])}: {len(before)} episodes · {_e(labels[1])}: {len(after)} episodes · "
-        f"{sum(a is not None and b is not None for a, b in pairs)} pairs on (env, seed, index in its group)</div>",
+        f"{sum(a is not None and b is not None for a, b in pairs)} pairs on (env and its settings, seed, index in "
+        "its group)</div>",
         summary_html(before, after, labels, baselines=baselines),
         _filters(_PAIR_FILTERS, counts, envs_seen, env_counts),
         "<div class='main'><h2>Episodes</h2><div class='scroll'><table class='index'><tr><th>pair</th><th>env</th><th>seed</th>"
@@ -683,6 +690,10 @@ def _main(argv: list[str] | None) -> int:
         )
     with open(make_parent(out), "w", encoding="utf-8") as f:
         f.write(page)
+    if len(runs) == 2:
+        mismatch = settings_mismatch(runs[0][0], runs[1][0], labels)  # type: ignore[arg-type]
+        if mismatch:  # at the top of the page too
+            print(f"rollout.view: {mismatch}")
     shown = " and ".join(str(len(trajs)) for trajs, _ in runs)
     print(f"wrote {shown} episodes to {out}")
     return 0

@@ -69,6 +69,9 @@ def world(tmp_path, monkeypatch):
     (cwd / "spaced.yaml").write_text("tools:\n  - entry: calculator\n    name: count letters with spaces\n")
     (cwd / "sometimes.yaml").write_text("tools:\n  - entry: calculator\n    concurrent: sometimes\n")
     (cwd / "lots.yaml").write_text("tools:\n  - entry: search\n    config: {max_chars_per_doc: lots}\n")
+    # An empty Hugging Face cache: a Hub id is then known not to be cached, whatever this machine holds.
+    (tmp_path / "hf").mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
@@ -122,11 +125,20 @@ CASES = [
         "needs model=",
     ),
     ("rollout.eval", ["env=guess-number-v0", "engine=openai", "model=gpt-4o-mini"], 2, "needs url=http"),
+    # A model that is no path: the named models listed, or for a Hub id the command that fetches it.
+    ("rollout.eval", ["env=guess-number-v0", "model=qwen-tiny"], 2, "a named model: smollm2-135m-instruct ("),
+    (
+        "rollout.eval",
+        ["env=guess-number-v0", "model=Qwen/Qwen2.5-0.5B-Instruct"],
+        2,
+        "`hf download Qwen/Qwen2.5-0.5B-Instruct --local-dir models/Qwen2.5-0.5B-Instruct`",
+    ),
     ("rollout.view", ["missing.jsonl"], 2, "is not a file"),
     ("rollout.view", ["traj.jsonl"], 2, "not a trajectories JSONL"),
     ("rollout.view", ["traj.jsonl", "-o", "notes.txt/page.html"], 2, "is a file"),
     ("turngym.engines.serve", ["--port", "{port}"], 2, "is in use"),
     ("turngym.engines.serve", ["--model-path", "no/such/model"], 2, "does not exist"),
+    ("turngym.engines.serve", ["--model-path", "smollm"], 2, "embedded (the embedded tiny model)"),
     ("tools.sandbox.serve", ["--port", "{port}"], 2, "is in use"),
     ("tools.sandbox.serve", ["--concurrency", "0"], 2, "--concurrency"),
     ("tools.sandbox.serve", ["--isolation", "docker"], 2, "invalid choice"),
@@ -136,6 +148,12 @@ CASES = [
     ("trainer.run", ["env=guess-number", "algorithm=grpoo"], 2, "grpo"),
     ("trainer.run", ["env=guess-number", "actor_rollout_ref.actor.optim.lrr=1e-5"], 2, "did you mean"),
     ("trainer.run", ["env=guess-number", "model=gguf:missing.gguf"], 2, "no such file"),
+    (
+        "trainer.run",
+        ["env=guess-number", "model=Qwen/Qwen2.5-0.5B-Instruct"],
+        2,
+        "turngym downloads nothing at run time: fetch it once with `hf download Qwen/Qwen2.5-0.5B-Instruct",
+    ),
     ("trainer.run", ["env=guess-number", "turngym.keep_optimizer=lates"], 2, "did you mean latest"),
     # env.kwargs.* with a group apply to every env of it, so a bad value is refused like with env.id.
     ("trainer.run", ["env=guess-number", "env.kwargs.tools=tools.yaml"], 2, "entry: calculater"),
@@ -335,6 +353,107 @@ def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_runs_lock_is_
     assert not (out / "run.lock").exists()  # released when the run ended
 
 
+def _checkpointed(out: Path, step: int) -> None:
+    """What verl leaves after saving step ``step``: its folder and the marker naming it the latest."""
+    (out / "checkpoints" / f"global_step_{step}" / "actor").mkdir(parents=True)
+    (out / "checkpoints" / "latest_checkpointed_iteration.txt").write_text(str(step))
+
+
+def test_a_resume_with_changed_settings_is_refused_and_never_rewrites_what_earlier_steps_used(
+    world, capsys, monkeypatch
+):
+    """Rerunning a finished run with `optim.lr=0.05 trainer.total_training_steps=4` resumed after step 3
+    without a word, and config.yaml then said lr 0.05 although steps 1-3 trained at the old rate."""
+    import yaml
+
+    import trainer.run
+
+    launched = []
+    monkeypatch.setattr(trainer.run, "launch", lambda cfg: launched.append(cfg))  # verl's Ray run
+    out = world["cwd"] / "run"
+    base = ["env=guess-number", f"turngym.output_dir={out}", "turngym.warm_start.enable=false"]
+    assert trainer.run.main([*base, "trainer.total_training_steps=3"]) == 0
+    first = (out / "config.yaml").read_bytes()
+    lr = yaml.safe_load(first)["actor_rollout_ref"]["actor"]["optim"]["lr"]
+    _checkpointed(out, 3)
+    capsys.readouterr()
+
+    changed = [*base, "actor_rollout_ref.actor.optim.lr=0.05", "trainer.total_training_steps=4"]
+    before = _tree(world["cwd"])
+    assert trainer.run.main(changed) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"trainer.run: {out} was trained up to step 3 with other "), (
+        err
+    )
+    assert f"(actor_rollout_ref.actor.optim.lr {lr} -> 0.05; recorded in config.yaml)" in err[0], err
+    assert "turngym.output_dir=DIR" in err[0] and "turngym.resume_changed=true" in err[0], err
+    assert _tree(world["cwd"]) == before and len(launched) == 1
+    TABLE.append(
+        ("python -m trainer.run ... optim.lr=0.05 trainer.total_training_steps=4 (resume)", err[0], 2)
+    )
+
+    # Extending the step count is a resume; it records what its steps use beside config.yaml.
+    assert trainer.run.main([*base, "trainer.total_training_steps=4", "trainer.logger=[console]"]) == 0
+    assert len(launched) == 2 and (out / "config.yaml").read_bytes() == first
+    resumed = (out / "config.resumed-3.yaml").read_text()
+    assert resumed.startswith("# steps after 3 (resumed); changed settings: none\n"), resumed[:200]
+    assert yaml.safe_load(resumed)["trainer"]["total_training_steps"] == 4
+
+    # Opted in: trained with the change, recorded beside the original, which stays as steps 1-3 used it.
+    assert trainer.run.main([*changed, "turngym.resume_changed=true"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"resuming after step 3 with changed settings (actor_rollout_ref.actor.optim.lr {lr} -> 0.05)"
+        in printed
+    )
+    assert len(launched) == 3 and (out / "config.yaml").read_bytes() == first
+    resumed = (out / "config.resumed-3.yaml").read_text()
+    assert f"changed settings: actor_rollout_ref.actor.optim.lr {lr} -> 0.05\n" in resumed.splitlines(True)[0]
+    assert yaml.safe_load(resumed)["actor_rollout_ref"]["actor"]["optim"]["lr"] == 0.05
+    # Steps 4.. trained at 0.05: a later resume compares with that, not with config.yaml.
+    _checkpointed(out, 5)
+    assert (
+        trainer.run.main([*base, "actor_rollout_ref.actor.optim.lr=0.05", "trainer.total_training_steps=6"])
+        == 0
+    )
+    assert len(launched) == 4 and (out / "config.resumed-5.yaml").exists()
+
+
+HEAVY = ("verl", "ray", "torch", "hydra", "transformers")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["env.id=guess-numbr-v0"], "env 'guess-numbr-v0' is not registered; did you mean guess-number-v0?"),
+        (["env.id=my-game-v0", "turngym.import_modules=[my_game]"], "env 'my-game-v0' is not registered;"),
+        (["env=guess-numbr"], "unknown env 'guess-numbr'"),
+    ],
+)
+def test_an_unregistered_env_id_is_refused_before_verl_or_ray_is_imported(world, argv, needle):
+    """`env.id=<unregistered>` composed the config first, which imports verl, torch and Ray (10-15 s,
+    164-172 s under load), while a misspelled group took 0.4 s: now both are refused before either."""
+    (world["cwd"] / "my_game.py").write_text(
+        "import envs\nfrom envs.games.guess_number import GuessNumberEnv\n"
+        "envs.register('my-game-v1', GuessNumberEnv)\n"
+    )
+    probe = (
+        "import sys, trainer.run\ncode = trainer.run.main(sys.argv[1:])\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\nsys.exit(code)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=environment, timeout=300
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"trainer.run: {needle}"), lines
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout  # none of verl, ray, torch, hydra
+    if "my_game" in " ".join(argv):  # the user's module was imported: its own id is the suggestion
+        assert "did you mean my-game-v1" in lines[0], lines
+    TABLE.append((f"python -m trainer.run {' '.join(argv)}", lines[0], 2))
+
+
 BROKEN_ENV = """\
 import envs
 from envs.games.guess_number import GuessNumberEnv
@@ -414,21 +533,143 @@ def test_an_env_that_raises_in_training_shows_its_traceback_once_and_counts_its_
         assert all(0 < failed < episodes for failed, episodes in counts), proc.stdout
 
 
-def test_ctrl_c_in_training_is_one_line_with_the_resume_hint(world, capsys, monkeypatch):
-    """Through trainer.run's main with verl's launch raising KeyboardInterrupt, as Ctrl-C during the run."""
+def test_ctrl_c_in_training_says_what_the_same_command_will_do_with_the_real_log_path(
+    world, capsys, monkeypatch
+):
+    """Through trainer.run's main with verl's launch (or the warm start) raising KeyboardInterrupt, as Ctrl-C
+    then. The line said "resume from the last checkpoint (verl's and Ray's output:
+    <turngym.output_dir>/train.log)" with the placeholder printed as is, also when no checkpoint existed
+    (during the warm start, or before the first save), when the same command starts over."""
     import trainer.run
+    import trainer.warm_start
 
-    def interrupted(cfg):
+    def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(trainer.run, "launch", interrupted)
     out_dir = world["cwd"] / "run"
+    log = out_dir.resolve() / "train.log"
     argv = ["env=guess-number", f"turngym.output_dir={out_dir}", "turngym.warm_start.enable=false"]
     assert trainer.run.main(argv) == INTERRUPT_EXIT
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "the same command again to resume" in err[0], err
+    assert len(err) == 1 and "<turngym.output_dir>" not in err[0], err
+    assert err[0] == (
+        "trainer.run: interrupted before the first checkpoint (trainer.save_freq=8): nothing to resume; the "
+        f"same command starts the run over (verl's and Ray's output: {log})"
+    ), err
     assert not list(world["scratch"].glob("turngym-data-*"))  # no scratch folder left behind
-    TABLE.append(("python -m trainer.run env=guess-number ... (Ctrl-C)", err[0], INTERRUPT_EXIT))
+    TABLE.append(
+        ("python -m trainer.run env=guess-number ... (Ctrl-C before a checkpoint)", err[0], INTERRUPT_EXIT)
+    )
+
+    _checkpointed(out_dir, 8)
+    assert trainer.run.main([*argv, "trainer.total_training_steps=16"]) == INTERRUPT_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "trainer.run: interrupted; run the same command again to resume after step 8, its last checkpoint "
+        f"(verl's and Ray's output: {log})"
+    ], err
+    TABLE.append(
+        ("python -m trainer.run env=guess-number ... (Ctrl-C after step 8's checkpoint)", err[0], 130)
+    )
+
+    monkeypatch.setattr(trainer.warm_start, "warm_start", interrupted)
+    fresh = world["cwd"] / "fresh"
+    assert trainer.run.main(["env=guess-number", f"turngym.output_dir={fresh}"]) == INTERRUPT_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "trainer.run: interrupted during the warm start, before any checkpoint: the same command runs the "
+        "warm start again, then RL from step 0"
+    ), err
+    assert "resume" not in err[0] and str(fresh.resolve() / "train.log") in err[0], err
+    TABLE.append(
+        ("python -m trainer.run env=guess-number (Ctrl-C in the warm start)", err[0], INTERRUPT_EXIT)
+    )
+
+
+def test_after_a_warm_start_the_health_warning_does_not_advise_one(world):
+    """Step 1's warning, right after the warm start ran, advised "warm start on expert demos"."""
+    from trainer.compose import compose_config
+    from trainer.health import FORMAT_ERROR_RATE, metric_key
+    from trainer.health_guard import HealthGuard
+
+    unreadable = {metric_key(FORMAT_ERROR_RATE): 0.9}
+    warm = compose_config(["env=guess-number"])  # the embedded model's CPU run warm starts by default
+    assert warm.turngym.warm_start.enable
+    (line,), _ = HealthGuard.for_run(warm).check(1, unreadable)
+    assert "warm start on expert demos (turngym.warm_start.enable=true)" not in line, line
+    assert "the warm start on expert demos ran and its format did not carry over" in line, line
+    cold = compose_config(["env=guess-number", "turngym.warm_start.enable=false"])
+    (line,), _ = HealthGuard.for_run(cold).check(1, unreadable)
+    assert "or warm start on expert demos (turngym.warm_start.enable=true)" in line, line
+
+
+def test_validation_reward_keeps_sampled_and_greedy_play_apart():
+    """The plot's "validation reward" (and the step line's `val reward`) averaged sampled and greedy play."""
+    from trainer.plot import validation_series
+    from trainer.progress import progress_line
+
+    record = {
+        "step": 4,
+        "val-core/guess-number-v0/reward/mean@1": 0.25,
+        "val-core/guess-number-v0@greedy/reward/mean@1": 0.75,
+    }
+    assert validation_series([record]) == {
+        "validation reward, sampled": [(4, 0.25)],
+        "validation reward, greedy": [(4, 0.75)],
+    }
+    line = progress_line(4, 16, record)
+    assert line.endswith("val reward sampled 0.250, greedy 0.750"), line
+    assert "0.500" not in line
+
+
+def _sigint_ends_with_130(
+    argv: list[str], ready: str, env: dict[str, str] | None = None
+) -> tuple[int, list[str]]:
+    """Start a server, wait for its listening line, press Ctrl-C (SIGINT); its exit code and stderr lines."""
+    import signal
+
+    server = subprocess.Popen(
+        [sys.executable, *argv],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), **(env or {})},
+    )
+    try:
+        first = ""
+        while not first.startswith(ready):  # transformers' "Loading weights" bar may come first
+            line = server.stderr.readline()
+            assert line, f"the server ended before saying it listens (exit {server.wait()})"
+            first = line.strip()
+        server.send_signal(signal.SIGINT)
+        rest = server.communicate(timeout=120)[1]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    return server.returncode, [first, *rest.strip().splitlines()]
+
+
+def test_servers_say_where_they_listen_and_end_ctrl_c_with_130_and_one_line(world):
+    """`envs serve` and `turngym.engines.serve` exited 0 on Ctrl-C (the docs promise 130 and a line), and
+    `turngym.engines.serve` never said it was listening."""
+    port = _free_port()
+    code, lines = _sigint_ends_with_130(
+        ["-m", "envs", "serve", "--port", str(port)], f"envs serve: listening on http://127.0.0.1:{port} "
+    )
+    assert code == INTERRUPT_EXIT and lines[1:] == ["envs: interrupted"], (code, lines)
+    TABLE.append((f"python -m envs serve --port {port} (Ctrl-C)", lines[-1], code))
+
+    port = _free_port()
+    code, lines = _sigint_ends_with_130(
+        ["-m", "turngym.engines.serve", "--port", str(port)],
+        f"turngym.engines.serve: listening on http://127.0.0.1:{port} (model embedded, pid ",
+    )
+    assert lines[0].endswith("); Ctrl-C stops it"), lines
+    assert code == INTERRUPT_EXIT and lines[-1] == "turngym.engines.serve: interrupted", (code, lines)
+    TABLE.append((f"python -m turngym.engines.serve --port {port}", lines[0], 0))
+    TABLE.append((f"python -m turngym.engines.serve --port {port} (Ctrl-C)", lines[-1], code))
 
 
 def test_the_guard_itself(capsys):
@@ -534,6 +775,145 @@ def test_eval_keeps_what_it_played_when_a_baseline_player_fails(world, capsys, m
     assert lines == ["baselines skipped: broken-expert-guess-v0: KeyError: 'missing'"], err
     assert "Traceback" not in err, err
     TABLE.append(("python -m rollout.eval env=broken-expert-guess-v0 ... --save x.jsonl", lines[0], 0))
+
+
+def test_eval_exits_1_in_one_line_when_every_episode_failed_and_keeps_them(world, capsys, monkeypatch):
+    """`rollout.eval` exited 0 when every episode failed (2 of 2 with HTTP 404 against a server that did
+    not speak the API); the failures were three stderr lines among the progress bars."""
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    (world["cwd"] / "my_broken_env.py").write_text(BROKEN_ENV)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    target = world["cwd"] / "x.jsonl"
+    common = ["n=2", "max_turns=1", "max_new_tokens=4", "--import", "my_broken_env", "--save", str(target)]
+    assert rollout_eval.cli(["env=broken-guess-v0", *common]) == 1
+    err = capsys.readouterr().err
+    ours = [line for line in err.splitlines() if line.startswith("rollout.eval: ")]
+    assert len(ours) == 1, err
+    assert ours[0].startswith(
+        "rollout.eval: every episode failed: broken-guess-v0 (2 of 2; the first, seed 0: KeyError: 'missing'"
+    ), ours
+    assert f"the failed episodes are in {target}; fix what the error names" in ours[0], ours
+    assert "failed episode (seed" not in err and "Traceback" not in err, err
+    assert [t.failed for t in load_jsonl(str(target))] == [True, True]  # kept, as played
+    TABLE.append(
+        ("python -m rollout.eval env=broken-guess-v0 --import my_broken_env (every step raises)", ours[0], 1)
+    )
+    # Some failing is a result, not a broken setup: exit 0, the failures listed.
+    assert rollout_eval.cli(["env=odd-seeds-broken-guess-v0", *common]) == 0
+    assert "failed episode (seed 1)" in capsys.readouterr().err
+
+
+def test_engines_serve_speaks_the_openai_api_so_engine_openai_plays_on_it(world, capsys, served_url):
+    """`rollout.eval engine=openai url=<python -m turngym.engines.serve>` failed 2 of 2 episodes with HTTP
+    404 (and exited 0): the model server spoke only SGLang's native API."""
+    import httpx
+
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    models = httpx.get(f"{served_url}/v1/models", timeout=30).json()
+    assert models["object"] == "list" and len(models["data"]) == 1, models
+    done = httpx.post(
+        f"{served_url}/v1/completions",
+        json={"model": "embedded", "prompt": "Guess a number", "max_tokens": 3, "temperature": 0},
+        timeout=120,
+    )
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert body["object"] == "text_completion" and isinstance(body["choices"][0]["text"], str), body
+    assert body["model"] == "embedded" and 1 <= body["usage"]["completion_tokens"] <= 3, body
+    assert body["choices"][0]["finish_reason"] in ("stop", "length"), body
+    chat = {"model": "embedded", "messages": [{"role": "user", "content": "Pick 1-100"}], "max_tokens": 3}
+    answer = httpx.post(f"{served_url}/v1/chat/completions", json=chat, timeout=120)
+    assert answer.status_code == 200, answer.text
+    reply = answer.json()["choices"][0]
+    assert reply["message"]["role"] == "assistant" and isinstance(reply["message"]["content"], str), reply
+    # Non-streaming only, and said so; a field OpenAI's API lacks is named.
+    streamed = httpx.post(f"{served_url}/v1/chat/completions", json={**chat, "stream": True}, timeout=30)
+    assert streamed.status_code == 400 and "non-streaming" in streamed.json()["error"]["message"]
+    odd = httpx.post(f"{served_url}/v1/chat/completions", json={**chat, "max_new_tokens": 3}, timeout=30)
+    assert odd.status_code == 400 and "max_new_tokens" in odd.json()["error"]["message"], odd.text
+
+    target = world["cwd"] / "openai.jsonl"
+    argv = ["env=guess-number-v0", "engine=openai", f"url={served_url}", "model=embedded", "n=2"]
+    argv += ["max_turns=2", "max_new_tokens=8", "baselines=false", "--save", str(target)]
+    assert rollout_eval.cli(argv) == 0
+    played = load_jsonl(str(target))
+    assert len(played) == 2 and not any(t.failed for t in played), [t.error for t in played]
+    assert all(t.num_turns >= 1 for t in played)
+    TABLE.append(
+        (
+            f"python -m rollout.eval env=guess-number-v0 engine=openai url={served_url} model=embedded",
+            "works",
+            0,
+        )
+    )
+
+
+def test_a_hub_id_in_the_local_cache_is_used_from_there_without_a_download(world, capsys, model_path):
+    """`model=<org>/<name>` answered "the path does not exist" even when the Hugging Face cache held it."""
+    import shutil
+
+    from rollout import eval as rollout_eval
+    from rollout.trajectory import load_jsonl
+
+    repo = Path(os.environ["HF_HUB_CACHE"]) / "models--tiny-org--tiny-chat"
+    commit = "0" * 40
+    shutil.copytree(model_path, repo / "snapshots" / commit)  # as `hf download tiny-org/tiny-chat` leaves it
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    target = world["cwd"] / "hub.jsonl"
+    argv = ["env=guess-number-v0", "model=tiny-org/tiny-chat", "n=1", "max_turns=1", "max_new_tokens=4"]
+    assert rollout_eval.cli([*argv, "baselines=false", "--save", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert f"model tiny-org/tiny-chat (HF dir {repo / 'snapshots' / commit})" in out, out
+    assert len(load_jsonl(str(target))) == 1
+
+
+def test_view_pairs_only_episodes_played_alike_and_says_what_differs_at_the_top(world, capsys):
+    """`rollout.eval env=guess-number-v0` (medium, the guess tool) against a run on easy with text moves
+    paired seed with seed ("improved (12)", +1.80) without a word, beside summary rows of 0 episodes."""
+    import shlex
+
+    from rollout import eval as rollout_eval
+    from rollout import view
+
+    fast = ["n=3", "max_turns=1", "max_new_tokens=4", "baselines=false"]
+    default, trained = world["cwd"] / "default.jsonl", world["cwd"] / "easy.jsonl"
+    assert rollout_eval.cli(["env=guess-number-v0", *fast, "--save", str(default)]) == 0
+    easy = ["env=guess-number-v0", "env.difficulty=easy", "env.action_tool=false", *fast]
+    assert rollout_eval.cli([*easy, "--save", str(trained)]) == 0
+    capsys.readouterr()
+
+    page = world["cwd"] / "page.html"
+    assert view.main([str(default), str(trained), "-o", str(page), "--no-baselines"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    said = [line for line in out if line.startswith("rollout.view: not like with like: ")]
+    assert len(said) == 1, out
+    assert 'guess-number-v0: action_tool true -> false, difficulty (default) -> "easy"' in said[0], said
+    assert "3 of " in said[0] and "are unpaired" in said[0], said
+    text = page.read_text()
+    assert "not like with like" in text and "0 pairs on (env and its settings" in text
+    assert "improved (" not in text or "improved (0)" in text
+    TABLE.append(
+        ("python -m rollout.view default.jsonl easy.jsonl (other settings)", said[0][:160] + " ...", 0)
+    )
+
+    # The command the line gives plays a file that pairs with the trained one, episode for episode.
+    command = said[0].split("a file played like ")[1].split(": ", 1)[1]
+    words = shlex.split(command)
+    assert words[:3] == ["python", "-m", "rollout.eval"] and words[-2:] == ["--save", "zero-shot.jsonl"], (
+        words
+    )
+    matching = world["cwd"] / "zero-shot.jsonl"
+    argv = [*words[3:-2], "n=3", "max_new_tokens=4", "baselines=false", "--save", str(matching)]
+    assert rollout_eval.cli(argv) == 0
+    capsys.readouterr()
+    assert view.main([str(matching), str(trained), "-o", str(page), "--no-baselines"]) == 0
+    assert "not like with like" not in capsys.readouterr().out
+    assert "3 pairs on (env and its settings" in page.read_text()
 
 
 MY_TOOLS = """\

@@ -11,6 +11,8 @@ from rollout.episode_budgets import TRAINING_KEYS, default_budgets, run_turn_lim
 from rollout.episode_kind import EpisodeKind
 from trainer.config_error import ConfigError
 from trainer.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
+from trainer.early_env_check import check_env_ids_early, unregistered_env_message
+from trainer.user_modules import import_user_modules
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 PRIMARY_CONFIG = "turngym"
@@ -97,6 +99,7 @@ def resolve_device(requested: str) -> str:
 def compose_config(overrides: list[str] | None = None) -> DictConfig:
     """The full training config for these command-line overrides, validated; raises ConfigError."""
     overrides = _normalize(list(overrides or []))
+    check_env_ids_early(overrides)  # before composing, which imports verl, torch and Ray
     user_keys = {_split(o)[0] for o in overrides}
     if "platform" not in user_keys:
         # The platform's own keys (e.g. fsdp_config.mixed_precision on CPU) can then be overridden
@@ -220,23 +223,6 @@ def compute_dtype_line(cfg: DictConfig) -> str | None:
     return line
 
 
-def import_user_modules(modules: list[str]) -> None:
-    """Import ``turngym.import_modules`` (e.g. modules registering custom envs) so checks can see them."""
-    import importlib
-    import sys
-
-    # Resolved like in the Ray workers (trainer.run puts both on their PYTHONPATH): the working
-    # directory first, then the turngym checkout (for `examples.*`).
-    for root in (str(CONFIG_DIR.parent.parent), str(Path.cwd())):
-        if modules and root not in sys.path:
-            sys.path.insert(0, root)
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ConfigError(f"turngym.import_modules: cannot import {module!r}: {exc}") from exc
-
-
 def check_config(cfg: DictConfig) -> None:
     """Checks that need more than Hydra: env ids registered, group consistency, algorithm sanity."""
     import envs
@@ -247,13 +233,8 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError("env.id is not set; use env=<group> or env.id=<registered id>")
     for entry in entries:
         if entry["id"] not in known:
-            from turngym.common.cli_errors import did_you_mean
-
-            hint = did_you_mean(entry["id"], known) or f"`python -m envs list` shows all {len(known)}"
-            raise ConfigError(
-                f"env {entry['id']!r} (group {cfg.env.name!r}) is not registered; {hint} (envs of your own: "
-                "turngym.import_modules=[my_pkg.my_envs])"
-            )
+            group = None if cfg.env.id else str(cfg.env.name)  # a single env.id has no group to name
+            raise ConfigError(unregistered_env_message(entry["id"], known, group))
         if entry["weight"] <= 0:
             raise ConfigError(f"env {entry['id']!r} has weight {entry['weight']}; weights must be > 0")
     check_env_kwargs(cfg, entries)

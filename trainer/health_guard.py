@@ -50,6 +50,8 @@ class Guard:
     default: float | None
     means: str
     fix: str
+    # The advice once the run's model came from a warm start (None: `fix` holds then too).
+    fix_after_warm_start: str | None = None
 
     def crossed(self, value: float, threshold: float) -> bool:
         """Whether `value` is on the bad side of `threshold` (NaN and inf always are)."""
@@ -77,6 +79,9 @@ GUARDS: dict[str, Guard] = {
             "share of turns the env could not read",
             "check the prompt and the tool-call format (actor_rollout_ref.rollout.multi_turn.format), "
             "or warm start on expert demos (turngym.warm_start.enable=true)",
+            "the warm start on expert demos ran and its format did not carry over: check that the demos "
+            "and the rollout use one format (actor_rollout_ref.rollout.multi_turn.format, the prompt) and "
+            "that the warm start's loss fell (more turngym.warm_start.episodes or epochs)",
         ),
         Guard(
             VALID_TOOL_CALL_RATE,
@@ -241,6 +246,30 @@ class HealthGuard:
     streaks: dict[str, int] = field(default_factory=dict)
     # Set by `check`: the collapse reading `adapt` must act on this step (None: nothing to adapt).
     adapt_due: str | None = None
+    # The run's model came from a warm start: advice to warm start would mislead.
+    warm_started: bool = False
+
+    @classmethod
+    def for_run(cls, config: Any) -> HealthGuard:
+        """The guard of a training config: ``turngym.health``, and whether ``turngym.warm_start`` ran.
+
+        Args:
+            config: the run's composed config.
+
+        Returns:
+            The guard; raises ConfigError on a bad ``turngym.health`` value.
+        """
+        from omegaconf import OmegaConf
+
+        guard = cls.from_config(config.turngym.get("health"))
+        guard.warm_started = bool(OmegaConf.select(config, "turngym.warm_start.enable", default=False))
+        return guard
+
+    def fix(self, guard: Guard) -> str:
+        """What to do about `guard`'s metric, for this run."""
+        if self.warm_started and guard.fix_after_warm_start:
+            return guard.fix_after_warm_start
+        return guard.fix
 
     @classmethod
     def from_config(cls, health: Mapping[str, Any] | None) -> HealthGuard:
@@ -297,14 +326,14 @@ class HealthGuard:
                         self.adapt_due = reading
                     lines.append(
                         f"[turngym] health warning at step {step}: {reading}, {streak} step(s) in a row "
-                        f"(on_collapse={self.collapse.mode} acts after {self.collapse.steps}); {guard.fix} "
+                        f"(on_collapse={self.collapse.mode} acts after {self.collapse.steps}); {self.fix(guard)} "
                         f"(threshold {CONFIG_PREFIX}.{name})"
                     )
             elif name in self.halt_on and halt is None:
                 halt = reading
             elif name not in self.crossed:
                 lines.append(
-                    f"[turngym] health warning at step {step}: {reading}; {guard.fix} "
+                    f"[turngym] health warning at step {step}: {reading}; {self.fix(guard)} "
                     f"(threshold {CONFIG_PREFIX}.{name})"
                 )
             self.crossed.add(name)

@@ -40,7 +40,7 @@ class HealthTrainerMixin:
 
     def __init__(self, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
-        self.health_guard = HealthGuard.from_config(config.turngym.get("health"))
+        self.health_guard = HealthGuard.for_run(config)
         self._health_halt: HealthHalt | None = None
         self.base_temperature = float(config.actor_rollout_ref.rollout.temperature)
         self.sampling_temperature = self.base_temperature

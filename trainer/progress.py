@@ -17,6 +17,7 @@ import numpy as np
 
 from rollout.episode_result import EpisodeResult
 from trainer.run_files import append_run_file, read_run_file, write_run_file
+from trainer.validation_reward import validation_rewards
 
 # verl metric names the progress line reads.
 REWARD_KEY = "critic/score/mean"
@@ -90,10 +91,9 @@ def progress_line(step: int, total: int, metrics: dict[str, Any]) -> str:
         f"tokens {num(TOKENS_KEY, '.0f')}",
         f"{num(STEP_TIME_KEY, '.1f')} s/step",
     ]
-    val = [(k, v) for k, v in metrics.items() if k.startswith("val-core/") and "reward" in k]
+    val = validation_rewards(metrics)  # sampled and greedy play apart, never averaged together
     if val:
-        mean = sum(_plain(v) or 0.0 for _, v in val) / len(val)
-        parts.append(f"val reward {mean:.3f}")
+        parts.append("val reward " + ", ".join(f"{way} {mean:.3f}" for way, (mean, _) in val.items()))
     parts += health_parts(metrics)
     return " | ".join(parts)
 

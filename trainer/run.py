@@ -6,7 +6,9 @@ Examples:
     python -m trainer.run env=tool-use model=/models/Qwen2.5-1.5B-Instruct trainer.n_gpus_per_node=8
     python -m trainer.run env=guess-number model=smollm2-135m-instruct
 
-model= is a Hugging Face model directory, a model name (smollm2-135m-instruct, embedded) or gguf:<file>;
+model= is a Hugging Face model directory, a model name (smollm2-135m-instruct, embedded), gguf:<file>, or a
+Hugging Face Hub id whose snapshot the local cache holds (nothing is downloaded: an id not cached gets the
+`hf download` line that fetches it);
 a name or GGUF is converted once, here, into a cached directory (turngym/engines/named_models.py) that every
 verl worker then loads. Settings tuned for the embedded model (its warm start, budgets and learning
 rates) apply only to it; the line ``model ...: ...`` shows the settings the run uses.
@@ -42,6 +44,7 @@ from trainer.compose import (
     turn_limit_notes,
     warm_start_compute_dtype,
 )
+from trainer.interrupt_line import TRAINING, WARM_START, RunProgress
 from trainer.progress import ConsoleFilter
 from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
@@ -127,6 +130,12 @@ def resolve_model_option(cfg: DictConfig) -> str:
             cfg.turngym.model = str(resolve_named_model(str(given)))
         except ModelSourceError as exc:
             raise ConfigError(str(exc)) from None
+    else:
+        from turngym.engines.model_lookup import cached_hub_snapshot
+
+        snapshot = cached_hub_snapshot(str(given))  # a Hub id the local cache holds: its folder, no download
+        if snapshot is not None:
+            cfg.turngym.model = str(snapshot)
     return str(given)
 
 
@@ -192,9 +201,9 @@ def stage_run(cfg: DictConfig) -> StagedData:
     return staged
 
 
-def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
+def prepare(cfg: DictConfig, staged: StagedData, progress: RunProgress | None = None) -> DictConfig:
     """Side effects before Ray, once ``stage_run`` passed: datasets and run record into the run folder,
-    env vars, warm start. Returns cfg."""
+    env vars, warm start (``progress``, if given, follows it for the Ctrl-C line). Returns cfg."""
     from trainer.compose import warm_start_engine
     from trainer.run_checks import write_run_record
     from trainer.run_data import install, run_data_path
@@ -227,6 +236,8 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
         print("[turngym] checkpoint found: skipping warm start, resuming RL")
         cfg.turngym.model = str(finished_warm_start(out / "warm_start") or cfg.turngym.model)
     elif ws.enable:
+        if progress is not None:
+            progress.phase = WARM_START
         players = (
             "expert"
             if float(ws.expert_share) >= 1
@@ -260,6 +271,8 @@ def prepare(cfg: DictConfig, staged: StagedData) -> DictConfig:
             flush=True,
         )
         cfg.turngym.model = report["model"]
+        if progress is not None:
+            progress.phase = TRAINING
     return cfg
 
 
@@ -430,17 +443,12 @@ def print_behaviour_table(records: list[dict], val_file: Path, max_turns: int | 
             print(f"[turngym]   {line}", flush=True)
 
 
-INTERRUPTED = (
-    "interrupted; run the same command again to resume from the last checkpoint "
-    "(verl's and Ray's output: <turngym.output_dir>/train.log)"
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code.
 
     A mistake is one line on stderr and exit code 2, before anything is written or Ray starts; Ctrl-C
-    is one line saying that the same command resumes, exit code 130.
+    is one line saying what the same command will do (resume after the last checkpoint's step, or start
+    over when there is none) and where the run's log is, exit code 130.
 
     Args:
         argv: The command line after `python -m trainer.run`: a config group (`env=guess-number`) and
@@ -468,10 +476,11 @@ def main(argv: list[str] | None = None) -> int:
         >>> main(["env=guess-number", "trainer.total_training_steps=1"])  # a real run  # doctest: +SKIP
         0
     """
-    return run_cli("trainer.run", _main, argv, interrupted=INTERRUPTED)
+    progress = RunProgress()  # what the Ctrl-C line says depends on how far the command got
+    return run_cli("trainer.run", lambda args: _main(args, progress), argv, interrupted=progress.line)
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
     from trainer.run_data import discard
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -491,6 +500,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         cfg = compose_config(argv)
         apply_run_name(cfg)  # turngym.run_name=NAME: the run's folder is <turngym.output_dir>/runs/NAME
+        progress = progress or RunProgress()
         model_label = resolve_model_option(cfg)  # a name or GGUF: converted once, before Ray starts
         check_run(cfg)  # before anything is written: output folders, model path, the run folder's settings
         # An existing Ray cluster to join (RAY_ADDRESS or ray_kwargs.ray_init.address): up, and big enough.
@@ -519,8 +529,10 @@ def _main(argv: list[str] | None) -> int:
         try:
             with ConsoleFilter(log_file, verbose=bool(cfg.turngym.get("verbose", False))):
                 print(f"[turngym] verl's and Ray's output: {log_file} (turngym.verbose=true shows it here)")
+                progress.cfg = cfg  # from here on the run folder holds this run's files
+                progress.phase = TRAINING
                 try:
-                    cfg = prepare(cfg, staged)
+                    cfg = prepare(cfg, staged, progress)
                 except UsageError as exc:
                     error = exc
                 else:

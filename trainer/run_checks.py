@@ -30,15 +30,22 @@ from omegaconf import DictConfig, OmegaConf
 from rollout.episode_kind import EpisodeKind
 from rollout.episode_row import decode_kwargs
 from trainer.compose import ConfigError, env_entries
+from trainer.resume_settings import (
+    FIRST_CONFIG,
+    check_resume_settings,
+    config_yaml,
+    describe,
+    settings_since,
+    write_resumed_config,
+)
 from trainer.run_files import read_run_file, write_run_file
 from turngym.common.cli_errors import UsageError, check_output_file
+from turngym.engines.model_lookup import model_not_found
 
 RUN_RECORD = "run.json"
 # Files a Hugging Face model directory has; a tokenizer needs one of these.
 MODEL_CONFIG = "config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-# `org/name`: a Hugging Face Hub repo id, which verl downloads (only when it is not a local path).
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # Named runs live in <turngym.output_dir>/runs/<run_name>, apart from the default run's own folders.
 RUNS_FOLDER = "runs"
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -75,9 +82,9 @@ def check_model_dir(model: str, key: str = "model") -> None:
     """A model path must be a directory with a config and a tokenizer; raises ConfigError in one line."""
     path = Path(model).expanduser()
     if not path.exists():
-        if _HUB_ID.match(model) and not model.startswith((".", "~")):
-            return  # a Hub repo id: verl resolves it (no such local path exists to check)
-        raise ConfigError(f"{key}={model}: the path does not exist; give a Hugging Face model directory")
+        # Not a Hub id in the local cache either (resolve_model_option swapped such an id for its
+        # snapshot): turngym downloads nothing at run time; the line says how to fetch it, or the names.
+        raise ConfigError(model_not_found(model, key))
     if not path.is_dir():
         raise ConfigError(f"{key}={model}: not a directory; give a Hugging Face model directory")
     if not (path / MODEL_CONFIG).exists():
@@ -218,7 +225,10 @@ def check_run_folder(cfg: DictConfig) -> None:
 
 
 def write_run_record(cfg: DictConfig, identity: dict[str, Any] | None = None) -> Path:
-    """Record the run's identity in ``<output_dir>/run.json`` (the resolved config beside it).
+    """Record the run's identity in ``<output_dir>/run.json`` and its config beside it.
+
+    A fresh start writes ``config.yaml``; a resume leaves it as the earlier steps used it and writes
+    ``config.resumed-<step>.yaml`` instead (trainer/resume_settings.py), unless it trains no step.
 
     ``identity``: ``run_identity`` as the command gave it (before trainer.run filled in the model).
     """
@@ -226,12 +236,28 @@ def write_run_record(cfg: DictConfig, identity: dict[str, Any] | None = None) ->
     out.mkdir(parents=True, exist_ok=True)
     record = out / RUN_RECORD
     write_run_file(record, json.dumps(identity or run_identity(cfg), indent=1, sort_keys=True) + "\n")
-    try:
-        resolved = OmegaConf.to_yaml(cfg, resolve=True)
-    except Exception:  # noqa: BLE001 - a key only the workers can resolve; keep the interpolations
-        resolved = OmegaConf.to_yaml(cfg)
-    write_run_file(out / "config.yaml", resolved)
+    step = resumed_step(cfg)
+    if step is None:  # a fresh start: config.yaml is what its steps train with
+        write_run_file(out / FIRST_CONFIG, config_yaml(cfg))
+    elif step < int(cfg.trainer.total_training_steps):  # a resume that trains: config.yaml stays as it is
+        changes = settings_since(cfg, step)
+        written = write_resumed_config(cfg, step, changes)
+        if changes:
+            print(
+                f"[turngym] resuming after step {step} with changed settings ({describe(changes)}): "
+                f"{FIRST_CONFIG} keeps what the earlier steps used, {written.name} what the next ones use",
+                flush=True,
+            )
     return record
+
+
+def resumed_step(cfg: DictConfig) -> int | None:
+    """The step of the checkpoint verl will resume (``global_step_N``), or None when it resumes none."""
+    folder = resume_checkpoint(cfg)
+    if folder is None or not folder.is_dir():
+        return None
+    match = re.fullmatch(r"global_step_(\d+)", folder.name)
+    return int(match.group(1)) if match else None
 
 
 def check_run(cfg: DictConfig) -> None:
@@ -243,6 +269,7 @@ def check_run(cfg: DictConfig) -> None:
     if cfg.turngym.model:
         check_model_dir(str(cfg.turngym.model))
     check_run_folder(cfg)
+    check_resume_settings(cfg, resumed_step(cfg))  # a resume keeps the settings its steps used
     check_resume_checkpoint(cfg)
     from trainer.env_server_check import check_env_servers
 

@@ -31,9 +31,12 @@ def test_missing_model_path_is_one_line_and_nothing_is_written(tmp_path, capsys,
     code = run_trainer(BASE + [f"turngym.output_dir={tmp_path}", "model=/nonexistent"])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.strip().splitlines() == [
-        "trainer.run: model=/nonexistent: the path does not exist; give a Hugging Face model directory"
-    ]
+    (line,) = err.strip().splitlines()
+    assert line.startswith(
+        "trainer.run: model=/nonexistent: the path does not exist and it is no model name; give a Hugging "
+        "Face model directory"
+    ), line
+    assert "smollm2-135m-instruct (" in line and "embedded (the embedded tiny model)" in line, line
     assert data.read_bytes() == b"rows of an earlier run"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
 
@@ -49,7 +52,9 @@ def test_model_dir_needs_a_config_and_a_tokenizer(tmp_path):
         check_model_dir(str(tmp_path))
     (tmp_path / "tokenizer.json").write_text("{}")
     check_model_dir(str(tmp_path))
-    check_model_dir("Qwen/Qwen2.5-0.5B-Instruct")  # a Hub id is verl's to resolve
+    # A Hub id not in the local cache: turngym downloads nothing at run time, the line says how to fetch it.
+    with pytest.raises(ConfigError, match="hf download Qwen/Qwen2.5-0.5B-Instruct --local-dir"):
+        check_model_dir("Qwen/Qwen2.5-0.5B-Instruct")
 
 
 def test_a_verl_checkpoint_is_not_a_model_dir_and_the_message_says_how_to_evaluate_it(tmp_path):

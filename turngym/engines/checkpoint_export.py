@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from turngym.engines.lora_merge import merge_lora_adapter
+from turngym.engines.model_lookup import cached_hub_snapshot, model_not_found
 from turngym.engines.named_models import ModelSourceError, is_model_name, resolve_named_model
 
 LATEST = "latest_checkpointed_iteration.txt"
@@ -168,7 +169,8 @@ def resolve_model(path: str | Path, *, trust_checkpoint: bool = False) -> Path:
     """A Hugging Face model directory for any model name, GGUF, model/run/checkpoint path, exported when needed.
 
     Args:
-        path: a name (``smollm2-135m-instruct``, ``embedded``), ``gguf:<file>``, or a directory.
+        path: a name (``smollm2-135m-instruct``, ``embedded``), ``gguf:<file>``, a directory, or a Hugging
+            Face Hub id whose snapshot the local cache holds (nothing is downloaded).
         trust_checkpoint: let a checkpoint's shards load with the full unpickler (which runs any code a
             shard carries); by default they load as tensors only and anything else is refused.
 
@@ -183,9 +185,13 @@ def resolve_model(path: str | Path, *, trust_checkpoint: bool = False) -> Path:
             return resolve_named_model(str(path))
         except ModelSourceError as exc:
             raise CheckpointError(str(exc)) from None
+    given = str(path)
     path = Path(path).expanduser()
     if not path.exists():
-        raise CheckpointError(f"model={path}: the path does not exist")
+        snapshot = cached_hub_snapshot(given)  # a Hub id already in the local cache: no download
+        if snapshot is not None:
+            return snapshot
+        raise CheckpointError(model_not_found(given))
     if is_hf_model_dir(path):
         return path
     actor = actor_dir(path)

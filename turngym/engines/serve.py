@@ -1,10 +1,13 @@
-"""`python -m turngym.engines.serve [--model-path P] [--host H] [--port N]`: SGLang's native API over HFEngine.
+"""`python -m turngym.engines.serve [--model-path P] [--host H] [--port N]`: SGLang's native API and OpenAI's
+(`/v1/chat/completions`, `/v1/completions`, `/v1/models`; non-streaming) over HFEngine.
 
 Implements `POST /generate` (input_ids, or text tokenized as plain text: unlike SGLang, special-token
 strings in `text` stay text, so a rendered chat prompt must come as input_ids; strictly validated
 `sampling_params`, `return_logprob`, `rid`), `GET /health`, `GET /health_generate`, `GET /ready` and
 `GET /get_model_info` with SGLang's field names, so `SGLangEngine` (and anything written for SGLang)
-can drive the tiny model on a CPU.
+can drive the tiny model on a CPU. The OpenAI routes (turngym/engines/openai_api.py) serve any OpenAI
+client, turngym's own `engine=openai` included: `rollout.eval engine=openai url=http://127.0.0.1:30000
+model=embedded`; they answer non-streaming requests only (`stream: true` is refused with 400).
 Without `--model-path` it serves the embedded tiny model; `--model-path` also takes a model name
 (`smollm2-135m-instruct`) or `gguf:<file>`, converted once into a cached directory (turngym/engines/named_models.py),
 and a training run or checkpoint folder (exported like `rollout.eval` does).
@@ -25,6 +28,7 @@ from typing import Any
 
 from turngym.common.cli_errors import ArgumentParser, UsageError, run_cli
 from turngym.engines.engine import sampling_problem
+from turngym.engines.openai_api import OPENAI_ROUTES
 from turngym.engines.sglang_engine import SGLANG_SAMPLING_KEYS
 from turngym.serving import (
     AdmissionGate,
@@ -36,6 +40,7 @@ from turngym.serving import (
     run_server,
     server_settings,
 )
+from turngym.serving.listening import say_when_listening
 
 #: The environment variable that may hold the server's token (SGLangEngine's `api_key` reads it too).
 TOKEN_ENV = "TURNGYM_MODEL_TOKEN"
@@ -169,6 +174,7 @@ ROUTES = [
     ("GET", "/health_generate", health_generate),
     ("GET", "/get_model_info", model_info),
     ("POST", "/flush_cache", flush_cache),
+    *OPENAI_ROUTES,  # /v1/chat/completions, /v1/completions, /v1/models (turngym/engines/openai_api.py)
 ]
 
 
@@ -216,15 +222,19 @@ def create_app(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve a model (default: the embedded tiny model) on HTTP with SGLang's native API.
+    """Serve a model (default: the embedded tiny model) on HTTP with SGLang's native API and OpenAI's.
 
     A mistake (a bad model, a port in use) is one line on stderr and exit code 2, before the model loads.
+    Once it accepts connections it says so in one line on stderr (`listening on http://...`); Ctrl-C stops
+    it with one line and exit code 130.
     """
     return run_cli("turngym.engines.serve", _main, argv)
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = ArgumentParser(prog="python -m turngym.engines.serve", description=__doc__.split("\n")[0])
+    parser = ArgumentParser(
+        prog="python -m turngym.engines.serve", description=" ".join(__doc__.split("\n\n")[0].split("\n"))
+    )
     parser.add_argument(
         "--model-path",
         default=None,
@@ -263,7 +273,13 @@ def _main(argv: list[str] | None) -> int:
         body_timeout_s=settings["body_timeout_s"],
         token=settings["token"],
     )
-    run_server(app, args)
+    served = say_when_listening(
+        "turngym.engines.serve", args.host, args.port, f"model {args.model_path or 'embedded'}"
+    )
+    try:
+        run_server(app, args)
+    finally:
+        served.set()
     return 0
 
 

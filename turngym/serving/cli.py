@@ -123,7 +123,8 @@ def server_settings(args: argparse.Namespace, *, token_env: str) -> dict[str, An
 
 
 def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> None:
-    """Serve `app` with uvicorn on `args.host:args.port` until interrupted.
+    """Serve `app` with uvicorn on `args.host:args.port` until interrupted (Ctrl-C: `KeyboardInterrupt`
+    once the server has shut down, so `run_cli` prints one line and exits 130).
 
     uvicorn (0.54) has no deadline for a request's headers, so none is set: a client that never finishes
     them holds one socket (h11 buffers at most 16 KB of them) and nothing else, until it hangs up. Body
@@ -134,13 +135,29 @@ def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> No
         args: the parsed options (`add_server_args`, checked by `server_settings`).
         graceful_s: seconds requests still running at shutdown get before they are cancelled.
     """
+    import signal
+
     import uvicorn
 
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=False,
-        timeout_graceful_shutdown=graceful_s,
+    class _Server(uvicorn.Server):
+        # uvicorn shuts down on Ctrl-C and returns as if nothing happened (exit 0); the signal is kept so
+        # the command can end as every turngym command does on Ctrl-C: one line and exit code 130.
+        stopped_by: int | None = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            self.stopped_by = sig
+            super().handle_exit(sig, frame)
+
+    server = _Server(
+        uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            access_log=False,
+            timeout_graceful_shutdown=graceful_s,
+        )
     )
+    server.run()
+    if server.stopped_by == signal.SIGINT:
+        raise KeyboardInterrupt
