@@ -170,7 +170,23 @@ def settings_since(cfg: DictConfig, step: int) -> list[tuple[str, Any, Any]]:
             f"{path}: cannot be read as YAML ({type(exc).__name__}), so this resume cannot be compared with "
             "the settings its steps used; restore the file, or train into a new turngym.output_dir=DIR"
         ) from None
+    _keep_measured_dtype(cfg, old)
     return changed_settings(old, _settings(cfg))
+
+
+def _keep_measured_dtype(cfg: DictConfig, old: dict[str, Any]) -> None:
+    """Under ``turngym.compute_dtype=auto``, a resume computes in the dtype its steps used.
+
+    ``auto`` is a measurement (trainer/compose.py): taken again on a loaded machine it can land on the
+    other side of the threshold, and the user changed nothing.
+    """
+    from trainer.compose import ACTOR_PARAM_DTYPE
+
+    before = old.get(ACTOR_PARAM_DTYPE)
+    if str(cfg.turngym.get("compute_dtype", "auto")) != "auto" or before not in ("fp32", "bf16"):
+        return
+    if OmegaConf.select(cfg, ACTOR_PARAM_DTYPE) != before:
+        OmegaConf.update(cfg, ACTOR_PARAM_DTYPE, before)
 
 
 def check_resume_settings(cfg: DictConfig, step: int | None) -> list[tuple[str, Any, Any]]:

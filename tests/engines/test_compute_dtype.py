@@ -103,3 +103,31 @@ def test_an_unknown_dtype_is_one_line():
         choose_compute_dtype("fp16")
     with pytest.raises(ConfigError, match="turngym.compute_dtype='fp16': give one of auto, fp32, bf16"):
         compose_config(["env=guess-number", "trainer.device=cpu", "turngym.compute_dtype=fp16"])
+
+
+@pytest.mark.parametrize("measured_now", ["fp32", "bf16"])
+def test_a_resume_under_auto_computes_in_the_dtype_its_steps_used(tmp_path, monkeypatch, measured_now):
+    """`auto` measured again on a loaded machine can land on the other side of the threshold; the user
+    changed nothing, so the resume keeps the run's dtype instead of being refused or switching."""
+    from trainer.resume_settings import config_yaml, settings_since
+
+    rates = {"fp32": MatmulRates(35.0, 0.7, 2, "AVX2"), "bf16": MatmulRates(197.0, 806.0, 2, "bf16 units")}
+    base = [
+        "env=guess-number-shaped",
+        "model=smollm2-135m-instruct",
+        "trainer.device=cpu",
+        f"{BYPASS_MODE}=false",
+    ]
+    args = [*base, f"turngym.output_dir={tmp_path}", "turngym.compute_dtype=auto"]
+    used = "bf16" if measured_now == "fp32" else "fp32"
+    monkeypatch.setattr(compute_dtype, "measure_matmul_rates", lambda: rates[used])
+    (tmp_path / "config.yaml").write_text(config_yaml(compose_config(args)))  # as a run records it
+    monkeypatch.setattr(compute_dtype, "measure_matmul_rates", lambda: rates[measured_now])
+    cfg = compose_config(args)
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == measured_now
+    assert settings_since(cfg, 3) == []
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == used
+    # a forced dtype is the user's change: reported (and refused without turngym.resume_changed)
+    cfg = compose_config([*base, f"turngym.output_dir={tmp_path}", f"turngym.compute_dtype={measured_now}"])
+    changes = dict((key, (old, new)) for key, old, new in settings_since(cfg, 3))
+    assert changes[ACTOR_PARAM_DTYPE] == (used, measured_now)
