@@ -19,7 +19,6 @@ This module is the schedule alone (no verl, no envs); the hook into verl's train
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.curriculum import unit_draw
-from trainer.run_files import read_run_file, write_run_file
+from trainer.run_files import load_json_state, save_json_state
 
 STATE_FILE = "mixture.json"
 STATE_VERSION = 1
@@ -242,16 +241,12 @@ class AdaptiveMixture:
 
     def save(self, folder: str | Path) -> Path:
         """Write the state as ``<folder>/mixture.json`` (atomically)."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / STATE_FILE
-        write_run_file(path, json.dumps(self.state_dict(), indent=1, sort_keys=True))
-        return path
+        return save_json_state(folder, STATE_FILE, self.state_dict())
 
     def load(self, folder: str | Path) -> bool:
         """Load ``<folder>/mixture.json`` if it exists; True when it did."""
-        text = read_run_file(Path(folder) / STATE_FILE)
-        if text is None:
+        state = load_json_state(folder, STATE_FILE)
+        if state is None:
             return False
-        self.load_state_dict(json.loads(text))
+        self.load_state_dict(state)
         return True

@@ -21,13 +21,12 @@ their openings at every level are ``trainer.curriculum_rows``; the hook into ver
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.run_files import read_run_file, write_run_file
+from trainer.run_files import load_json_state, save_json_state
 
 LEVELS = ("easy", "medium", "hard")
 STATE_FILE = "curriculum.json"
@@ -254,16 +253,12 @@ class Curriculum:
 
     def save(self, folder: str | Path) -> Path:
         """Write the state as ``<folder>/curriculum.json`` (atomically: a kill leaves the old file or the new)."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / STATE_FILE
-        write_run_file(path, json.dumps(self.state_dict(), indent=1, sort_keys=True))  # a new file, renamed
-        return path
+        return save_json_state(folder, STATE_FILE, self.state_dict())
 
     def load(self, folder: str | Path) -> bool:
         """Load ``<folder>/curriculum.json`` if it exists; True when it did."""
-        text = read_run_file(Path(folder) / STATE_FILE)
-        if text is None:
+        state = load_json_state(folder, STATE_FILE)
+        if state is None:
             return False
-        self.load_state_dict(json.loads(text))
+        self.load_state_dict(state)
         return True

@@ -16,7 +16,6 @@ This module is the schedule alone (no verl, no envs); the ladders come from
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.curriculum import METRIC_PREFIX, unit_draw
-from trainer.run_files import read_run_file, write_run_file
+from trainer.run_files import load_json_state, save_json_state
 
 STATE_FILE = "pass_rate_curriculum.json"
 STATE_VERSION = 1
@@ -237,16 +236,12 @@ class PassRateCurriculum:
 
     def save(self, folder: str | Path) -> Path:
         """Write the state as ``<folder>/pass_rate_curriculum.json`` (atomically)."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / STATE_FILE
-        write_run_file(path, json.dumps(self.state_dict(), indent=1, sort_keys=True))
-        return path
+        return save_json_state(folder, STATE_FILE, self.state_dict())
 
     def load(self, folder: str | Path) -> bool:
         """Load ``<folder>/pass_rate_curriculum.json`` if it exists; True when it did."""
-        text = read_run_file(Path(folder) / STATE_FILE)
-        if text is None:
+        state = load_json_state(folder, STATE_FILE)
+        if state is None:
             return False
-        self.load_state_dict(json.loads(text))
+        self.load_state_dict(state)
         return True

@@ -159,3 +159,33 @@ def remove_run_file(path: str | Path) -> None:
         raise _refusal(path, "a folder")
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def save_json_state(folder: str | Path, name: str, state: dict) -> Path:
+    """Write a schedule's ``state`` as ``<folder>/<name>`` (JSON, atomically: a kill leaves old or new).
+
+    The curriculum, the pass-rate curriculum and the adaptive mixture keep their state in checkpoint
+    folders this way, so a resume continues them.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = save_json_state(folder, "state.json", {"level": 2})
+        >>> load_json_state(folder, "state.json")
+        {'level': 2}
+    """
+    import json
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    write_run_file(path, json.dumps(state, indent=1, sort_keys=True))
+    return path
+
+
+def load_json_state(folder: str | Path, name: str) -> dict | None:
+    """The state ``save_json_state`` wrote in ``<folder>/<name>``; None when there is none."""
+    import json
+
+    text = read_run_file(Path(folder) / name)
+    return None if text is None else json.loads(text)
