@@ -9,7 +9,7 @@ their kwargs) and the token budgets to the run's; without one, to the training d
 Keys: env=<id> (required unless model= is a run), engine=hf|sglang|openai, model=<path> (hf; default the
 embedded tiny model; openai: the name the server serves, required), url=<server> (sglang; default
 http://127.0.0.1:30000; openai: an OpenAI-compatible chat-completions server, http://host:port or its /v1
-base, key from $OPENAI_API_KEY), tokenizer=<dir> (sglang, openai; default model, for openai a named model
+base, key from $OPENAI_API_KEY, never sent over plain http beyond loopback unless allow_http_key=true), tokenizer=<dir> (sglang, openai; default model, for openai a named model
 or else the embedded one's: it counts tokens and re-encodes replies). engine=openai evaluates but cannot
 train: the API returns text, not the sampled ids or their logprobs. n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
 top_k=-1, baselines=true (the env's random player and scripted expert on the same seeds beside the
@@ -60,7 +60,7 @@ INT_KEYS = (
     "max_turns",
 )
 FLOAT_KEYS = ("temperature", "top_p")
-BOOL_KEYS = ("trust_checkpoint", "baselines")
+BOOL_KEYS = ("trust_checkpoint", "baselines", "allow_http_key")
 KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS + BOOL_KEYS
 
 
@@ -271,7 +271,10 @@ def build_engine(opts: dict[str, Any]):
         tok_path = opts.get("tokenizer") or build_embedded_model()
         tokenizer = AutoTokenizer.from_pretrained(tok_path)
         print(f"{TEXT_ONLY_NOTE} (tokenizer: {tok_path})")
-        return OpenAIEngine(opts["url"], opts["model"], tokenizer), tokenizer, str(tok_path)
+        engine = OpenAIEngine(
+            opts["url"], opts["model"], tokenizer, allow_http_key=opts.get("allow_http_key", False)
+        )
+        return engine, tokenizer, str(tok_path)
     tok_path = opts.get("tokenizer") or opts.get("model")
     if tok_path is None:
         from turngym.engines.embedded_model import build_embedded_model  # as HFEngine's default model
