@@ -204,12 +204,17 @@ async def _serve(settings: dict[str, Any], control: socket.socket) -> None:
         max_body_bytes=int(settings["max_body_mb"] * 1024 * 1024),
         body_timeout_s=settings["body_timeout_s"],
     )
+    from turngym.serving.trusted_proxy import uvicorn_proxy_settings
+
+    # Handed connections keep their TCP peer, from which uvicorn would believe X-Forwarded-For on
+    # loopback unless told whom to trust.
     config = uvicorn.Config(
         app,
         uds=sockets[index],
         log_level=settings["log_level"],
         access_log=False,
         timeout_graceful_shutdown=5,
+        **uvicorn_proxy_settings(settings.get("trusted_proxies") or []),
     )
     server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()

@@ -68,6 +68,7 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
         "body_timeout_s": shared["body_timeout_s"],
         "operator_kwargs": operator,
         "log_level": args.log_level,
+        "trusted_proxies": shared["trusted_proxies"],
         "imports": list(getattr(args, "imports", []) or []),
     }
 
