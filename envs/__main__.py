@@ -124,6 +124,11 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "list":
         return _list_categories() if args.categories else _list(args.category)
     if args.command == "serve":
+        if args.workers == 1 and args.max_connections_per_client is not None:
+            raise UsageError(
+                "--max-connections-per-client applies with --workers N (its front holds connections until "
+                "their headers are in); one process leaves connections to uvicorn"
+            )
         if args.workers != 1:
             from envs.server.workers import serve_workers
 
