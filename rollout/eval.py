@@ -152,6 +152,26 @@ def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], str | N
     return opts, env_kwargs, save
 
 
+def _run_kwargs(run: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """An env's kwargs as the run's run.json recorded them, less what only the command line may set.
+
+    The run folder may be someone else's: its isolation, tools, paths and URLs are not taken from it
+    (`rollout/file_env_kwargs.py`); the command line's own `env.<name>=` still sets any of them.
+    """
+    from rollout.file_env_kwargs import file_env_kwargs, ignored_line
+
+    try:
+        kept, ignored = file_env_kwargs(str(entry["id"]), entry.get("kwargs") or {})
+    except Exception:  # noqa: BLE001 - an unknown id is reported by the plan's own check, in one line
+        return dict(entry.get("kwargs") or {})
+    if ignored:
+        hint = "give them as env.<name>=<value> if you trust the run"
+        print(
+            ignored_line("rollout.eval", f"{run}/run.json", str(entry["id"]), ignored, hint), file=sys.stderr
+        )
+    return kept
+
+
 def import_modules(modules: list[str]) -> None:
     """Import user modules (e.g. ones registering envs), the working directory first on the path."""
     if modules and str(Path.cwd()) not in sys.path:
@@ -220,7 +240,8 @@ def eval_plan(
     if "env" in opts:
         plan = [EpisodeKind(opts["env"], env_kwargs)]
     elif settings.get("envs"):
-        plan = [EpisodeKind(e["id"], {**e.get("kwargs", {}), **env_kwargs}) for e in settings["envs"]]
+        source = settings.get("run") or opts["model"]
+        plan = [EpisodeKind(e["id"], {**_run_kwargs(source, e), **env_kwargs}) for e in settings["envs"]]
     else:
         raise UsageError(f"env=<id> is required: {opts['model']} is not a run folder with a run.json")
     for kind in plan:
