@@ -90,6 +90,12 @@ def _main(argv: list[str] | None) -> int:
     check.add_argument(
         "--option", "-o", action="append", default=[], metavar="KEY=VALUE", help="env constructor option"
     )
+    check.add_argument(
+        "--call-timeout",
+        type=float,
+        default=60.0,
+        help="seconds one env call (make, reset, step, a player's move) may take before the check fails",
+    )
     experts = sub.add_parser(
         "experts", help="evaluate the scripted experts and print a summary table", parents=[imports]
     )
@@ -118,6 +124,11 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "list":
         return _list_categories() if args.categories else _list(args.category)
     if args.command == "serve":
+        if args.workers == 1 and args.max_connections_per_client is not None:
+            raise UsageError(
+                "--max-connections-per-client applies with --workers N (its front holds connections until "
+                "their headers are in); one process leaves connections to uvicorn"
+            )
         if args.workers != 1:
             from envs.server.workers import serve_workers
 
@@ -136,7 +147,7 @@ def _main(argv: list[str] | None) -> int:
         finally:
             served.set()
     if args.command == "check":
-        return _check(args.id, args.seeds, args.option)
+        return _check(args.id, args.seeds, args.option, args.imports, args.call_timeout)
     if args.command == "experts":
         from envs.baselines.expert_evaluation import evaluate_experts, format_table, left_out_line
 
@@ -158,19 +169,24 @@ def _main(argv: list[str] | None) -> int:
     return play_episode(env, args.seed, ask)
 
 
-def _check(env_id: str, seeds: int, options: list[str]) -> int:
-    from envs.registry.env_check import report, run_checks
+def _check(env_id: str, seeds: int, options: list[str], imports: list[str], call_timeout: float) -> int:
+    # The env's code runs only in a child process, which the deadline can stop and whose exit cannot
+    # pass for success (envs/registry/env_check_process.py).
+    from envs.registry.env_check_process import check_in_child
 
     if seeds < 1:
         raise UsageError(f"--seeds {seeds}: check at least 1 seed")
+    if not 0 < call_timeout < float("inf"):
+        raise UsageError(f"--call-timeout {call_timeout}: give a number of seconds > 0")
     try:
         envs.spec(env_id)
         kwargs = dict(_parse_option(o) for o in options)
-        if kwargs:  # the options are the user's: a bad one is their mistake, not the env's
-            envs.make(env_id, **kwargs).close()
     except (envs.UnknownEnvError, ValueError, TypeError) as e:
         raise UsageError(terminal_safe(f"check {env_id}: {e}")) from None
-    return report(env_id, run_checks(env_id, range(seeds), kwargs), show=_show)
+    try:
+        return check_in_child(env_id, seeds, kwargs, list(imports), call_timeout, show=_show)
+    except UsageError as e:
+        raise UsageError(terminal_safe(str(e))) from None
 
 
 def _list(category: str | None) -> int:

@@ -9,7 +9,7 @@ their kwargs) and the token budgets to the run's; without one, to the training d
 Keys: env=<id> (required unless model= is a run), engine=hf|sglang|openai, model=<path> (hf; default the
 embedded tiny model; openai: the name the server serves, required), url=<server> (sglang; default
 http://127.0.0.1:30000; openai: an OpenAI-compatible chat-completions server, http://host:port or its /v1
-base, key from $OPENAI_API_KEY), tokenizer=<dir> (sglang, openai; default model, for openai a named model
+base, key from $OPENAI_API_KEY, never sent over plain http beyond loopback unless allow_http_key=true), tokenizer=<dir> (sglang, openai; default model, for openai a named model
 or else the embedded one's: it counts tokens and re-encodes replies). engine=openai evaluates but cannot
 train: the API returns text, not the sampled ids or their logprobs. n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
 top_k=-1, baselines=true (the env's random player and scripted expert on the same seeds beside the
@@ -61,7 +61,7 @@ INT_KEYS = (
     "max_turns",
 )
 FLOAT_KEYS = ("temperature", "top_p")
-BOOL_KEYS = ("trust_checkpoint", "baselines")
+BOOL_KEYS = ("trust_checkpoint", "baselines", "allow_http_key")
 KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS + BOOL_KEYS
 
 
@@ -153,6 +153,26 @@ def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], str | N
     return opts, env_kwargs, save
 
 
+def _run_kwargs(run: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """An env's kwargs as the run's run.json recorded them, less what only the command line may set.
+
+    The run folder may be someone else's: its isolation, tools, paths and URLs are not taken from it
+    (`rollout/file_env_kwargs.py`); the command line's own `env.<name>=` still sets any of them.
+    """
+    from rollout.file_env_kwargs import file_env_kwargs, ignored_line
+
+    try:
+        kept, ignored = file_env_kwargs(str(entry["id"]), entry.get("kwargs") or {})
+    except Exception:  # noqa: BLE001 - an unknown id is reported by the plan's own check, in one line
+        return dict(entry.get("kwargs") or {})
+    if ignored:
+        hint = "give them as env.<name>=<value> if you trust the run"
+        print(
+            ignored_line("rollout.eval", f"{run}/run.json", str(entry["id"]), ignored, hint), file=sys.stderr
+        )
+    return kept
+
+
 def import_modules(modules: list[str]) -> None:
     """Import user modules (e.g. ones registering envs), the working directory first on the path."""
     if modules and str(Path.cwd()) not in sys.path:
@@ -221,7 +241,8 @@ def eval_plan(
     if "env" in opts:
         plan = [EpisodeKind(opts["env"], env_kwargs)]
     elif settings.get("envs"):
-        plan = [EpisodeKind(e["id"], {**e.get("kwargs", {}), **env_kwargs}) for e in settings["envs"]]
+        source = settings.get("run") or opts["model"]
+        plan = [EpisodeKind(e["id"], {**_run_kwargs(source, e), **env_kwargs}) for e in settings["envs"]]
     else:
         raise UsageError(f"env=<id> is required: {opts['model']} is not a run folder with a run.json")
     for kind in plan:
@@ -272,7 +293,10 @@ def build_engine(opts: dict[str, Any]):
         tok_path = opts.get("tokenizer") or build_embedded_model()
         tokenizer = AutoTokenizer.from_pretrained(tok_path)
         print(f"{TEXT_ONLY_NOTE} (tokenizer: {tok_path})")
-        return OpenAIEngine(opts["url"], opts["model"], tokenizer), tokenizer, str(tok_path)
+        engine = OpenAIEngine(
+            opts["url"], opts["model"], tokenizer, allow_http_key=opts.get("allow_http_key", False)
+        )
+        return engine, tokenizer, str(tok_path)
     tok_path = opts.get("tokenizer") or opts.get("model")
     if tok_path is None:
         from turngym.engines.embedded_model import build_embedded_model  # as HFEngine's default model

@@ -28,6 +28,7 @@ import html
 import json
 import math
 import statistics
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,7 +36,11 @@ from typing import Any
 
 from envs.baselines.success_interval import wilson_interval
 from rollout.episode_pairs import pair_change, pair_episodes, verdict
+<<<<<<< HEAD
 from rollout.episode_settings import played_under, settings_mismatch
+=======
+from rollout.file_env_kwargs import file_env_kwargs, ignored_line
+>>>>>>> issue45-r5
 from rollout.trajectory import Trajectory
 from turngym.common.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 
@@ -216,9 +221,17 @@ def _baselines(trajectories: Sequence[Trajectory]) -> tuple[dict[str, dict[str, 
     if not seeds:
         return {}, ""
     first = trajectories[0]
-    kwargs = getattr(first, "env_kwargs", None)
+    recorded = getattr(first, "env_kwargs", None)
     max_turns = getattr(first, "max_turns", None)
     try:
+        # The file is someone's data: only what a served env's client may choose builds the players' env.
+        kwargs, ignored = file_env_kwargs(str(first.env_id), recorded)
+        if ignored:
+            print(
+                ignored_line("rollout.view", "the trajectories file", str(first.env_id), ignored),
+                file=sys.stderr,
+            )
+        kwargs = kwargs if recorded is not None else None
         rows = baseline_rows(str(first.env_id), seeds, dict(kwargs or {}), max_turns)
     except Exception as exc:  # noqa: BLE001 - an env this process cannot build shows no baselines, says why
         return {}, f"no baselines for {first.env_id}: {type(exc).__name__}: {exc}"

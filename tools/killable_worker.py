@@ -7,6 +7,12 @@ writes one JSON answer per line on stdout. A request that is not answered by its
 caller is cancelled, gets its worker SIGKILLed; the next request starts a fresh one. Idle workers are
 kept for reuse (a request then costs a pipe round trip, not an interpreter start), at most `max_idle`.
 
+A pool keeps at most `max_workers` workers alive, busy or idle, whatever the caller's own concurrency:
+before, every request that found no idle worker started one, so 8 concurrent steps of 8 calculator
+calls had 48 workers alive at once (589 MB), and a served env's `--max-concurrency 64` would have
+allowed 512. A request beyond the cap waits for a worker, within its own deadline (`WorkerBusy` past it).
+The default is `$TURNGYM_TOOL_WORKERS`, else the larger of 4 and the machine's CPU count.
+
 `arun` waits on the event loop without blocking it (the worker's stdout is watched with `add_reader`);
 `run` is the blocking form for code that is already off the loop (an env's reset in a worker thread).
 """
@@ -31,8 +37,28 @@ class WorkerTimeout(TimeoutError):
     """The worker did not answer by its deadline and was killed."""
 
 
+class WorkerBusy(WorkerTimeout):
+    """Every worker the pool may have was busy until the request's deadline; nothing was run."""
+
+
 class WorkerFailed(RuntimeError):
     """The worker died or wrote something that is not an answer."""
+
+
+def default_max_workers() -> int:
+    """`$TURNGYM_TOOL_WORKERS`, else max(4, CPU count): workers one pool keeps alive at most.
+
+    Raises:
+        ValueError: the variable is not a whole number from 1 to 1024 (one line).
+    """
+    given = os.environ.get("TURNGYM_TOOL_WORKERS", "").strip()
+    if not given:
+        return max(4, os.cpu_count() or 1)
+    if not given.isdigit() or not 1 <= int(given) <= 1024:
+        raise ValueError(
+            f"TURNGYM_TOOL_WORKERS={given!r}: give a whole number of worker processes from 1 to 1024"
+        )
+    return int(given)
 
 
 class _Worker:
@@ -77,33 +103,106 @@ class _Worker:
 
 
 class WorkerPool:
-    """Worker processes of one script; each request is answered by one of them or times out."""
+    """Worker processes of one script; each request is answered by one of them or times out.
 
-    def __init__(self, script: str, max_idle: int = 4) -> None:
+    Args:
+        script: The worker's script (standard library only).
+        max_idle: Idle workers kept for reuse.
+        max_workers: Workers alive at most, busy or idle (default `default_max_workers()`, read at the
+            first request so that a server's setting applies to a pool made at import).
+    """
+
+    def __init__(self, script: str, max_idle: int = 4, max_workers: int | None = None) -> None:
         self.script = script
         self.max_idle = max_idle
+        self._max_workers = max_workers
         self._idle: list[_Worker] = []
-        self._lock = threading.Lock()
+        self._alive = 0  # workers started and not yet killed, busy or idle
+        self._changed = threading.Condition()  # a worker came back or was killed: waiters look again
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._pid = os.getpid()
         atexit.register(self.close)
 
-    def _take(self) -> _Worker:
-        with self._lock:
-            if self._pid != os.getpid():  # a forked child must not share its parent's pipes
-                self._idle, self._pid = [], os.getpid()
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.proc.poll() is None:
-                    return worker
-                worker.kill()
-        return _Worker(self.script)
+    @property
+    def max_workers(self) -> int:
+        """Workers this pool keeps alive at most."""
+        if self._max_workers is None:
+            self._max_workers = default_max_workers()
+        return self._max_workers
+
+    @property
+    def alive(self) -> int:
+        """Workers alive now, busy or idle."""
+        return self._alive
+
+    def _try_take(self) -> _Worker | None:
+        """An idle worker, a new one within the cap, or None (the caller waits); under `_changed`."""
+        if self._pid != os.getpid():  # a forked child must not share its parent's pipes
+            self._idle, self._alive, self._pid = [], 0, os.getpid()
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.proc.poll() is None:
+                return worker
+            self._alive -= 1
+            worker.kill()
+        if self._alive >= self.max_workers:
+            return None
+        self._alive += 1
+        try:
+            return _Worker(self.script)
+        except BaseException:
+            self._alive -= 1
+            raise
+
+    def _take(self, timeout_s: float) -> _Worker:
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while (worker := self._try_take()) is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._busy(timeout_s)
+                self._changed.wait(left)
+        return worker
+
+    async def _atake(self, timeout_s: float) -> _Worker:
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(timeout_s):
+            while True:
+                with self._changed:
+                    worker = self._try_take()
+                    if worker is not None:
+                        return worker
+                    woken: asyncio.Future[None] = loop.create_future()
+                    self._waiters.append((loop, woken))
+                try:
+                    await woken
+                finally:
+                    with self._changed, contextlib.suppress(ValueError):
+                        self._waiters.remove((loop, woken))
+
+    def _busy(self, timeout_s: float) -> WorkerBusy:
+        return WorkerBusy(f"all {self.max_workers} worker processes stayed busy for {timeout_s:g} s")
+
+    def _tell(self) -> None:
+        """Wake every waiter to look again (under `_changed`): a worker came back or a slot freed."""
+        self._changed.notify_all()
+        for loop, woken in self._waiters:
+            loop.call_soon_threadsafe(lambda f=woken: f.done() or f.set_result(None))
 
     def _give_back(self, worker: _Worker) -> None:
-        with self._lock:
+        with self._changed:
             if worker.proc.poll() is None and len(self._idle) < self.max_idle:
                 self._idle.append(worker)
+                self._tell()
                 return
+        self._discard(worker)
+
+    def _discard(self, worker: _Worker) -> None:
         worker.kill()
+        with self._changed:
+            if self._pid == os.getpid():
+                self._alive -= 1
+            self._tell()
 
     def run(self, request: dict, timeout_s: float) -> dict:
         """The worker's answer to `request`, waiting at most `timeout_s` (blocking: off the event loop).
@@ -112,8 +211,9 @@ class WorkerPool:
             WorkerTimeout: no answer in time; the worker was killed.
             WorkerFailed: the worker died (e.g. past its memory limit) or answered nonsense.
         """
-        worker = self._take()
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        worker = self._take(timeout_s)
+        deadline = started + timeout_s  # the wait for a worker counts: the caller's deadline is one
         try:
             worker.send(request)
             while (line := worker.take_line()) is None:
@@ -124,7 +224,7 @@ class WorkerPool:
                 if ready and not worker.read_some():
                     raise WorkerFailed("the worker process died")
         except BaseException:
-            worker.kill()
+            self._discard(worker)
             raise
         self._give_back(worker)
         return _answer(line)
@@ -132,10 +232,14 @@ class WorkerPool:
     async def arun(self, request: dict, timeout_s: float) -> dict:
         """As `run`, awaited on the event loop without blocking it; cancelling kills the worker."""
         loop = asyncio.get_running_loop()
-        worker = self._take()
+        deadline = loop.time() + timeout_s
+        try:
+            worker = await self._atake(timeout_s)
+        except TimeoutError:
+            raise self._busy(timeout_s) from None
         try:
             worker.send(request)
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout_at(deadline):
                 while (line := worker.take_line()) is None:
                     ready: asyncio.Future[None] = loop.create_future()
                     loop.add_reader(worker.fd, lambda f=ready: f.done() or f.set_result(None))
@@ -146,20 +250,20 @@ class WorkerPool:
                     if not worker.read_some():
                         raise WorkerFailed("the worker process died")
         except TimeoutError:
-            worker.kill()
+            self._discard(worker)
             raise WorkerTimeout(f"no answer after {timeout_s:g} s") from None
         except BaseException:
-            worker.kill()
+            self._discard(worker)
             raise
         self._give_back(worker)
         return _answer(line)
 
     def close(self) -> None:
         """Kill the idle workers (at exit; a later request starts new ones)."""
-        with self._lock:
+        with self._changed:
             idle, self._idle = self._idle, []
         for worker in idle:
-            worker.kill()
+            self._discard(worker)
 
 
 def _answer(line: bytes) -> dict[str, Any]:

@@ -8,7 +8,7 @@ the same turn cap.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ def play_baseline(
     seeds: Sequence[int],
     env_kwargs: dict[str, Any] | None = None,
     max_turns: int | None = None,
+    make: Callable[[], Any] | None = None,
 ) -> BaselineResult | None:
     """Play `player` ("random" or "expert") once on each seed; None when the env has no such player
     (its method is missing, as a served env's `random_action`, or raises NotImplementedError).
@@ -51,6 +52,7 @@ def play_baseline(
         seeds: The episodes' seeds, e.g. the seeds a model was evaluated on.
         env_kwargs: Constructor kwargs, as the model's episodes had them.
         max_turns: At most this many actions per episode (a model's turn cap), else the env's own end.
+        make: Builds the env instead of `envs.make(env_id, **env_kwargs)` (`envs check` watches its calls).
 
     Returns:
         The player's successes, mean return and pooled behaviour rates, or None.
@@ -64,7 +66,7 @@ def play_baseline(
 
     if player not in PLAYERS:
         raise ValueError(f"unknown player {player!r}; choose from {', '.join(PLAYERS)}")
-    env = envs.make(env_id, **(env_kwargs or {}))
+    env = make() if make is not None else envs.make(env_id, **(env_kwargs or {}))
     game = env.unwrapped
     # A served env (RemoteEnv) carries the expert over the wire but has no random player.
     if getattr(game, PLAYER_METHODS[player], None) is None:

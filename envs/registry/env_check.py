@@ -19,7 +19,6 @@ that raised shows the exception's traceback under its line, so the env's file an
 from __future__ import annotations
 
 import json
-import math
 import random
 import traceback
 import warnings
@@ -27,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from envs.registry.env_call_watch import CallWatch, step_problem
 from turngym.chat.calls.formats import get_format
 
 STATUSES = ("PASS", "FAIL", "SKIP")
@@ -47,15 +47,32 @@ class CheckResult:
         return f"{self.status}  {self.name:<16}{self.detail}"
 
 
+#: The checks, in the order they run.
+CHECK_NAMES = ("make", "gymnasium", "determinism", "hostile inputs", "random", "expert")
+
+
 def run_checks(
-    env_id: str, seeds: Sequence[int] = (0, 1, 2), env_kwargs: dict[str, Any] | None = None
+    env_id: str,
+    seeds: Sequence[int] = (0, 1, 2),
+    env_kwargs: dict[str, Any] | None = None,
+    *,
+    watch: CallWatch | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
 ) -> list[CheckResult]:
     """Run every check on a registered env and return one result per check, in order.
+
+    In this process: `python -m envs check` runs it in a child process instead
+    (`envs.registry.env_check_process`), which bounds each call and notices an env that ends the process.
 
     Args:
         env_id: A registered env id.
         seeds: The seeds the determinism check and the players use.
         env_kwargs: Constructor options, as `envs.make(env_id, **env_kwargs)` takes them.
+        watch: Watches every env call (its start, its return, its return value's type); a check during
+            which a call returned a wrong type fails. Default: a watch that tells no one.
+        on_start: Called with each check's name before it runs.
+        on_result: Called with each result as soon as it is known.
 
     Returns:
         The results; a check that could not start because the env does not build is not run.
@@ -66,20 +83,34 @@ def run_checks(
     import envs
 
     kwargs = dict(env_kwargs or {})
+    watch = watch or CallWatch(lambda _: None)
 
     def make() -> Any:
-        return envs.make(env_id, **kwargs)
+        return watch.make(lambda: envs.make(env_id, **kwargs))
 
-    made = _guarded("make", lambda: _check_make(make, env_id))
-    results = [made]
-    if made.status == "FAIL":
-        return results
-    results.append(_guarded("gymnasium", lambda: _check_gymnasium(make)))
-    results.append(_guarded("determinism", lambda: _check_determinism(make, seeds)))
-    results.append(_guarded("hostile inputs", lambda: _check_hostile(make)))
     played: dict[str, Any] = {}
-    for player in ("random", "expert"):
-        results.append(_guarded(player, lambda p=player: _check_player(env_id, p, seeds, kwargs, played)))
+    checks: dict[str, Callable[[], CheckResult]] = {
+        "make": lambda: _check_make(make, env_id),
+        "gymnasium": lambda: _check_gymnasium(make),
+        "determinism": lambda: _check_determinism(make, seeds),
+        "hostile inputs": lambda: _check_hostile(make),
+        "random": lambda: _check_player(env_id, "random", seeds, kwargs, played, make),
+        "expert": lambda: _check_player(env_id, "expert", seeds, kwargs, played, make),
+    }
+    results = []
+    for name in CHECK_NAMES:
+        if on_start is not None:
+            on_start(name)
+        before = len(watch.breaches)
+        result = _guarded(name, checks[name])
+        if len(watch.breaches) > before and result.status != "FAIL":
+            # A wrapper (or the check itself) may have absorbed the breach: the return value still was wrong.
+            result = CheckResult(name, "FAIL", f"returned a wrong type: {watch.breaches[before]}")
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+        if name == "make" and result.status == "FAIL":
+            break
     return results
 
 
@@ -239,23 +270,20 @@ def _check_hostile(make: Callable[[], Any]) -> CheckResult:
 
 
 def _bad_step(env: Any, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any) -> str | None:
-    if not env.observation_space.contains(obs):
-        return f"the observation is not in the observation space: {_fingerprint(obs)[:80]}"
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
-        return f"the reward is {reward!r}, not a finite number"
-    if not isinstance(terminated, bool) or not isinstance(truncated, bool):
-        return f"terminated/truncated are {terminated!r}/{truncated!r}, not bools"
-    if not isinstance(info, dict):
-        return f"info is a {type(info).__name__}, not a dict"
-    return None
+    return step_problem(env.observation_space, (obs, reward, terminated, truncated, info))
 
 
 def _check_player(
-    env_id: str, player: str, seeds: Sequence[int], kwargs: dict[str, Any], played: dict[str, Any]
+    env_id: str,
+    player: str,
+    seeds: Sequence[int],
+    kwargs: dict[str, Any],
+    played: dict[str, Any],
+    make: Callable[[], Any],
 ) -> CheckResult:
     from envs.baselines.baseline_players import play_baseline
 
-    result = played[player] = play_baseline(env_id, player, list(seeds), kwargs, max_turns=200)
+    result = played[player] = play_baseline(env_id, player, list(seeds), kwargs, max_turns=200, make=make)
     if result is None:
         method = "random_action" if player == "random" else "expert_action"
         return CheckResult(player, "SKIP", f"the env has no {method}")
@@ -305,9 +333,24 @@ def report(env_id: str, results: Sequence[CheckResult], show: Callable[[str], No
     0
     """
     for result in results:
-        show(result.line())
-        if result.status == "FAIL" and result.traceback:
-            show("\n".join("      " + line for line in result.traceback.rstrip().splitlines()))
+        show_result(result, show)
+    return summarize(env_id, results, show)
+
+
+def show_result(result: CheckResult, show: Callable[[str], None] = print) -> None:
+    """Show one result's line, and a failed check's traceback indented under it."""
+    show(result.line())
+    if result.status == "FAIL" and result.traceback:
+        show("\n".join("      " + line for line in result.traceback.rstrip().splitlines()))
+
+
+def summarize(env_id: str, results: Sequence[CheckResult], show: Callable[[str], None] = print) -> int:
+    """Show the summary line of `results`; return the exit code (1 if any check failed, else 0).
+
+    >>> summarize("my-env-v0", [CheckResult("make", "FAIL", "raised")])
+    my-env-v0: 0 passed, 1 failed, 0 skipped
+    1
+    """
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     show(f"{env_id}: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
     return 1 if counts["FAIL"] else 0

@@ -31,6 +31,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-sessions); a trainer that has the server to itself may take all: set it to --max-sessions",
     )
     parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=None,
+        help="with --workers: connections one peer address may have waiting for their headers at the "
+        "front, and open on each worker (default --max-sessions); more are closed at once (on a worker: 429)",
+    )
+    parser.add_argument(
         "--idle-timeout",
         type=float,
         default=600.0,

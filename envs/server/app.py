@@ -96,18 +96,9 @@ def client_of(request: Any) -> str:
         >>> client_of(Peer(client=Peer(host="10.0.0.7"))), client_of(Peer(client=Peer(host="2001:db8::1:2")))
         ('10.0.0.7', '2001:db8::/64')
     """
-    import ipaddress
+    from envs.server.peer import peer_key
 
-    host = request.client.host if request.client is not None else "unknown"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if address.version == 6:
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return host
+    return peer_key((request.client.host,) if request.client is not None else None)
 
 
 class SessionTable:

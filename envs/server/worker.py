@@ -11,6 +11,8 @@ When the front goes away (its end of the socket pair closes), the worker stops.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import json
 import os
 import re
@@ -142,7 +144,7 @@ class SessionRouting:
             out = [(k, v) for k, v in answer.headers.raw if k.lower() not in _RECOMPUTED]
         except httpx.TransportError as exc:
             status, out = 503, [(b"content-type", b"application/json")]
-            from envs.remote.wire import error_body
+            from turngym.serving.errors import error_body
 
             message = f"worker {owner} of this server is not answering ({type(exc).__name__}); its sessions are lost"
             body = json.dumps(error_body("worker_down", message)).encode()
@@ -175,6 +177,45 @@ def _rewritten(send: Any, change: Any) -> Any:
     return wrapped
 
 
+def _peer_of(conn: socket.socket) -> str:
+    from envs.server.peer import peer_key
+
+    try:
+        return peer_key(conn.getpeername())
+    except OSError:  # gone already
+        return "unknown"
+
+
+def _counted_out(lost: Any, held: collections.Counter, peer: str) -> Any:
+    """`connection_lost`, also giving the peer's place back."""
+
+    def counted(exc: Exception | None) -> None:
+        held[peer] -= 1
+        if held[peer] <= 0:
+            del held[peer]
+        lost(exc)
+
+    return counted
+
+
+def _refuse(conn: socket.socket, per_peer: int) -> None:
+    """Answer 429 `too_many_connections` in one write, without reading the request, and close."""
+    from turngym.serving.errors import error_body
+
+    message = (
+        f"this address has {per_peer} connections open on this server worker, the most one peer may have"
+    )
+    body = json.dumps(error_body("too_many_connections", message)).encode()
+    head = (
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    conn.setblocking(False)
+    with contextlib.suppress(OSError):
+        conn.send(head.encode() + body)
+    conn.close()
+
+
 def build_app(settings: dict[str, Any]) -> Any:
     """The env server's app with `settings` (as `envs.server.workers.worker_settings` checked them)."""
     from envs.server.app import create_app
@@ -204,16 +245,23 @@ async def _serve(settings: dict[str, Any], control: socket.socket) -> None:
         max_body_bytes=int(settings["max_body_mb"] * 1024 * 1024),
         body_timeout_s=settings["body_timeout_s"],
     )
+    from turngym.serving.trusted_proxy import uvicorn_proxy_settings
+
+    # Handed connections keep their TCP peer, from which uvicorn would believe X-Forwarded-For on
+    # loopback unless told whom to trust.
     config = uvicorn.Config(
         app,
         uds=sockets[index],
         log_level=settings["log_level"],
         access_log=False,
         timeout_graceful_shutdown=5,
+        **uvicorn_proxy_settings(settings.get("trusted_proxies") or []),
     )
     server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()
     control.setblocking(False)
+    per_peer = int(settings.get("max_connections_per_client") or settings["max_sessions"])
+    held: collections.Counter[str] = collections.Counter()  # open connections per peer
 
     def take() -> None:
         # Connections the front accepted: serve each as uvicorn serves the ones it accepts itself.
@@ -230,10 +278,16 @@ async def _serve(settings: dict[str, Any], control: socket.socket) -> None:
                 return
             for fd in fds:
                 conn = socket.socket(fileno=fd)
+                peer = _peer_of(conn)
+                if held[peer] >= per_peer:  # one peer may not hold every descriptor of this worker
+                    _refuse(conn, per_peer)
+                    continue
+                held[peer] += 1
                 conn.setblocking(False)
                 protocol = config.http_protocol_class(
                     config=config, server_state=server.server_state, app_state=server.lifespan.state
                 )
+                protocol.connection_lost = _counted_out(protocol.connection_lost, held, peer)
                 loop.create_task(loop.connect_accepted_socket(lambda p=protocol: p, conn))
 
     async def started() -> None:

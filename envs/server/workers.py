@@ -9,11 +9,19 @@ and one descriptor pass per connection and nothing per request on a kept-alive c
 receives a request for another worker's session on the same connection passes it on over that worker's
 Unix socket (`envs.server.worker`). A worker that exits is started again; its sessions are lost (404).
 Limits (`--max-sessions`, `--max-sessions-per-client`, `--max-concurrency`, ...) apply to each worker.
+
+A connection is handed over only once its whole request head (request line and headers) is in, within
+`--body-timeout`; until then the front holds it, and closes it at that deadline. Before, a connection
+was handed over as soon as its request line arrived, and uvicorn has no deadline for the headers that
+follow: 2400 connections trickling theirs held every worker's descriptors and kept `/health` down for
+40 s. One peer may have at most `--max-connections-per-client` connections waiting at the front, and as
+many on each worker (`envs.server.worker`); more are closed at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import errno
 import json
@@ -28,11 +36,19 @@ import tempfile
 import time
 from typing import Any
 
+from envs.server.peer import peer_key
 from envs.server.worker import worker_of
 from turngym.common.cli_errors import UsageError
 
 _REQUEST_LINE = re.compile(rb"^[A-Z]{3,8} (\S+) HTTP/1\.[01]\r?\n")
-_PEEK_BYTES = 4096
+#: Connections one peer may have waiting (and on each worker) when the settings do not say: a trainer
+#: that has the server to itself opens about one per session, so the default is `--max-sessions`'s.
+DEFAULT_CONNECTIONS_PER_PEER = 256
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+# h11 (uvicorn's parser) refuses a head past 16 KB: one that long is handed over for it to refuse.
+_PEEK_BYTES = 16 * 1024 + 1
+# How often a connection holding part of its head is looked at again (a peek leaves the bytes readable).
+_PARTIAL_POLL_S = 0.05
 
 
 def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -53,6 +69,10 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
     if not args.idle_timeout > 0:
         raise UsageError(f"--idle-timeout must be a number of seconds > 0, got {args.idle_timeout}")
     per_client = sessions_per_client(args)
+    per_peer = getattr(args, "max_connections_per_client", None)
+    per_peer = args.max_sessions if per_peer is None else per_peer
+    if per_peer < 1:
+        raise UsageError(f"--max-connections-per-client must be at least 1, got {per_peer}")
     try:
         operator = operator_kwargs(args.env_config, args.env_kwargs)
     except OperatorConfigError as exc:
@@ -68,6 +88,8 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
         "body_timeout_s": shared["body_timeout_s"],
         "operator_kwargs": operator,
         "log_level": args.log_level,
+        "trusted_proxies": shared["trusted_proxies"],
+        "max_connections_per_client": per_peer,
         "imports": list(getattr(args, "imports", []) or []),
     }
 
@@ -111,15 +133,19 @@ class _Worker:
 
 
 def route(head: bytes, workers: int, turn: int) -> int | None:
-    """The worker a connection goes to, from its first bytes; None while the request line is incomplete.
+    """The worker a connection goes to, from its first bytes; None while its head is incomplete.
 
     Example:
-        >>> route(b"POST /v1/sessions/w2-ab/step HTTP/1.1\\r\\n", 4, 0), route(b"GET /health HTTP/1.1\\r\\n", 4, 5)
-        (2, 1)
+        >>> route(b"POST /v1/sessions/w2-ab/step HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n", 4, 0)
+        2
+        >>> route(b"GET /health HTTP/1.1\\r\\n\\r\\n", 4, 5), route(b"GET /health HTTP/1.1\\r\\nHost: x", 4, 5)
+        (1, None)
     """
+    if _HEAD_END.search(head) is None and len(head) < _PEEK_BYTES:
+        return None  # headers still coming: held here, under the front's deadline
     match = _REQUEST_LINE.match(head)
     if match is None:
-        return None if b"\n" not in head and len(head) < _PEEK_BYTES else turn % workers
+        return turn % workers  # not HTTP/1: a worker answers 400
     path = match[1].split(b"?", 1)[0].decode("latin-1")
     if path.startswith("/v1/sessions/"):
         owner = worker_of(path[len("/v1/sessions/") :].split("/", 1)[0])
@@ -155,11 +181,11 @@ class _Shedder:
         except OSError:
             return None
 
-    def shed(self, listener: socket.socket, waiting: dict[socket.socket, float], partial: set) -> bool:
+    def shed(self, listener: socket.socket, waiting: _WaitingRoom, partial: set) -> bool:
         """Free a descriptor by shedding one connection; False when none could be freed (try later)."""
         if waiting:
-            oldest = next(iter(waiting))
-            del waiting[oldest]
+            oldest = waiting.oldest()
+            waiting.drop(oldest)
             if oldest in partial:
                 partial.discard(oldest)
             else:
@@ -246,6 +272,53 @@ def serve_workers(args: argparse.Namespace) -> int:
     return 0
 
 
+class _WaitingRoom:
+    """Connections accepted and not yet handed over (head not all in): since when, and per peer.
+
+    Args:
+        per_peer: Connections one peer may have waiting; `admit` refuses more.
+    """
+
+    def __init__(self, per_peer: int):
+        self.per_peer = per_peer
+        self.since: dict[socket.socket, float] = {}
+        self._peer: dict[socket.socket, str] = {}
+        self._count: collections.Counter[str] = collections.Counter()
+
+    def __bool__(self) -> bool:
+        return bool(self.since)
+
+    def __contains__(self, sock: object) -> bool:
+        return sock in self.since
+
+    def admit(self, conn: socket.socket, address: Any) -> bool:
+        """Count `conn` in for its peer; False (nothing counted) when the peer has its share waiting."""
+        peer = peer_key(address)
+        if self._count[peer] >= self.per_peer:
+            return False
+        self._count[peer] += 1
+        self._peer[conn], self.since[conn] = peer, time.monotonic()
+        return True
+
+    def drop(self, conn: socket.socket) -> None:
+        """`conn` no longer waits (handed over, shed or closed)."""
+        if self.since.pop(conn, None) is None:
+            return
+        peer = self._peer.pop(conn)
+        self._count[peer] -= 1
+        if self._count[peer] <= 0:
+            del self._count[peer]
+
+    def oldest(self) -> socket.socket:
+        """The connection waiting longest."""
+        return next(iter(self.since))
+
+    def older_than(self, seconds: float) -> list[socket.socket]:
+        """Connections waiting longer than `seconds`."""
+        now = time.monotonic()
+        return [s for s, since in self.since.items() if now - since > seconds]
+
+
 def _front(
     listener: socket.socket, workers: list[_Worker], settings: dict, wait_s: float, stopping: list
 ) -> None:
@@ -253,20 +326,23 @@ def _front(
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     shedder = _Shedder(selector)
-    waiting: dict[socket.socket, float] = {}  # accepted, request line not in yet: since when
-    partial: set[socket.socket] = set()  # some bytes in but not a whole request line: peeked again soon
-    turn = 0
+    waiting = _WaitingRoom(settings.get("max_connections_per_client", DEFAULT_CONNECTIONS_PER_PEER))
+    partial: set[socket.socket] = set()  # some bytes in but not a whole head: peeked again soon
+    turn, polled = 0, 0.0
     while not stopping:
-        ready = [key.fileobj for key, _ in selector.select(timeout=0.01 if partial else 0.5)]
-        # A peek leaves the bytes in place, so a socket holding half a line stays readable: those are
-        # taken out of the selector and peeked again every 10 ms instead of in a busy loop.
-        for sock in [*ready, *[s for s in partial if s not in ready]]:
+        ready = [key.fileobj for key, _ in selector.select(timeout=_PARTIAL_POLL_S if partial else 0.5)]
+        # A peek leaves the bytes in place, so a socket holding part of its head stays readable: those are
+        # taken out of the selector and peeked again every 50 ms instead of in a busy loop.
+        again = time.monotonic() - polled >= _PARTIAL_POLL_S
+        if again:
+            polled = time.monotonic()
+        for sock in [*ready, *[s for s in partial if s not in ready and again]]:
             if sock.fileno() == -1:  # shed while accepting, earlier in this turn
                 continue
             if sock is listener:
                 while True:
                     try:
-                        conn, _ = listener.accept()
+                        conn, address = listener.accept()
                     except (BlockingIOError, InterruptedError):
                         break
                     except OSError as exc:
@@ -275,8 +351,10 @@ def _front(
                         ):
                             break
                         continue
+                    if not waiting.admit(conn, address):
+                        conn.close()  # this peer already has its share of connections waiting
+                        continue
                     conn.setblocking(False)
-                    waiting[conn] = time.monotonic()
                     selector.register(conn, selectors.EVENT_READ)
                 continue
             try:
@@ -295,19 +373,18 @@ def _front(
                 partial.discard(sock)
             else:
                 selector.unregister(sock)
-            waiting.pop(sock, None)
+            waiting.drop(sock)
             if head:  # else: closed before a request
                 turn += 1
                 sock.setblocking(True)
                 workers[target].hand(sock)
             sock.close()  # the worker holds its own copy now
-        now = time.monotonic()
-        for sock in [s for s, since in waiting.items() if now - since > wait_s]:
+        for sock in waiting.older_than(wait_s):  # no whole head in time: closed, never handed over
             if sock in partial:
                 partial.discard(sock)
             else:
                 selector.unregister(sock)
-            del waiting[sock]
+            waiting.drop(sock)
             sock.close()
         for i, worker in enumerate(workers):
             if worker.proc.poll() is not None:

@@ -4,7 +4,9 @@ Some expressions pass every size check and still take minutes (`round(1/3, 10**7
 minutes: the cost grows about N^1.6), and an `async def run` that computed them on the event loop froze
 every episode and a served env's `/health` with it. Each expression is therefore evaluated by a worker
 process (`tools.killable_worker`) that is killed when the call's time is up; the loop only waits on a
-pipe. `evaluate_bounded` is the same for code that is off the loop (calculator-qa's reset).
+pipe. `evaluate_bounded` is the same for code that is off the loop (calculator-qa's reset). The workers
+of one process are capped (`$TURNGYM_TOOL_WORKERS`, default max(4, CPU count)), however many calls run
+at once; a call that finds them all busy until its time is up is told so.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pydantic
 
 from tools.builtin import arithmetic
 from tools.builtin.arithmetic import CalcError, evaluate, evaluate_ex, format_number
-from tools.killable_worker import WorkerFailed, WorkerPool, WorkerTimeout
+from tools.killable_worker import WorkerBusy, WorkerFailed, WorkerPool, WorkerTimeout
 from tools.result import ToolResult
 from tools.tool import Tool
 
@@ -38,6 +40,13 @@ def _slow(timeout_s: float) -> CalcError:
     )
 
 
+def _busy(timeout_s: float) -> CalcError:
+    return CalcError(
+        f"every calculator worker of this server stayed busy for {timeout_s:g} s (it runs at most "
+        f"{_pool.max_workers} at once); try again"
+    )
+
+
 def evaluate_bounded(expression: str, timeout_s: float = EVAL_TIMEOUT_S) -> tuple[str, bool]:
     """(formatted value, exact) of `expression`, computed in a worker killed after `timeout_s` (blocking).
 
@@ -49,10 +58,13 @@ def evaluate_bounded(expression: str, timeout_s: float = EVAL_TIMEOUT_S) -> tupl
         The value as `format_number` writes it, and whether it is exact.
 
     Raises:
-        CalcError: the expression is wrong, too large, or took longer than `timeout_s`.
+        CalcError: the expression is wrong, too large, took longer than `timeout_s`, or no worker was
+            free within it.
     """
     try:
         return _text(_pool.run({"expression": expression}, timeout_s))
+    except WorkerBusy:
+        raise _busy(timeout_s) from None
     except WorkerTimeout:
         raise _slow(timeout_s) from None
     except WorkerFailed as exc:
@@ -79,6 +91,8 @@ class Calculator(Tool):
         budget = EVAL_TIMEOUT_S if self.timeout_s is None else self.timeout_s - min(0.5, self.timeout_s / 4)
         try:
             text, _ = _text(await _pool.arun({"expression": args.expression}, budget))
+        except WorkerBusy:
+            return ToolResult.error(f"calculator: {_busy(budget)}")
         except WorkerTimeout:
             return ToolResult.error(f"calculator: {_slow(budget)}")
         except WorkerFailed as exc:

@@ -8,16 +8,19 @@ logprobs (`extra_fields["text_only"]`). Those ids are not the ones the model sam
 measure a model but cannot be trained on. Tool calls the server returns as `tool_calls` are written back
 into the text in the episode's call format (hermes by default), so the env reads them as it reads any reply.
 
-Transport failures and busy answers (429/503 with Retry-After) are retried as `SGLangEngine` does;
-other HTTP errors are not.
+Transport failures and busy answers (429/503 with Retry-After) are retried as `SGLangEngine` does, with
+its floor under busy waits, its total deadline per request and its cap on the reply's size; other HTTP
+errors are not. The key is not sent over plain http to a host beyond loopback (anyone on the path reads
+it) unless `allow_http_key=True`; the engine says so in one line on stderr.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from turngym.engines.engine import EngineError, EngineRequestError, Generation
 from turngym.engines.sglang_engine import SGLangEngine
@@ -37,6 +40,18 @@ def chat_endpoint(url: str) -> str:
     """
     base = url.rstrip("/")
     return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
+
+
+def key_in_clear(url: str) -> bool:
+    """True when a key sent to `url` would cross a network in clear: plain http to a host beyond loopback.
+
+    >>> key_in_clear("http://10.0.0.5:8000/v1"), key_in_clear("http://127.0.0.1:8000"), key_in_clear("https://x.org")
+    (True, False, False)
+    """
+    from turngym.serving.cli import is_loopback
+
+    parts = urlsplit(url)
+    return parts.scheme.lower() != "https" and not is_loopback(parts.hostname or "")
 
 
 def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -106,7 +121,9 @@ class OpenAIEngine(SGLangEngine):
         tokenizer: A local tokenizer: it renders and counts the episode's tokens and re-encodes replies.
         tool_call_format: How returned `tool_calls` are written into the reply text (hermes, llama3, mistral).
         api_key: Sent as `Authorization: Bearer`; default `$OPENAI_API_KEY`, then `$TURNGYM_MODEL_TOKEN`.
-        **kwargs: `SGLangEngine`'s timeouts and retries.
+            Held back (with one line on stderr) when `url` is plain http beyond loopback.
+        allow_http_key: Send the key over plain http beyond loopback anyway (anyone on the path can read it).
+        **kwargs: `SGLangEngine`'s timeouts, retries, deadline and reply cap.
 
     >>> engine = OpenAIEngine("http://127.0.0.1:8000/v1", "my-model", tokenizer=None)  # doctest: +SKIP
     """
@@ -121,11 +138,25 @@ class OpenAIEngine(SGLangEngine):
         *,
         tool_call_format: str = "hermes",
         api_key: str | None = None,
+        allow_http_key: bool = False,
         **kwargs: Any,
     ):
-        import os
-
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        key = api_key
+        if key is None:
+            key = os.environ.get("OPENAI_API_KEY") or os.environ.get("TURNGYM_MODEL_TOKEN") or None
+        if key and key_in_clear(url):
+            if allow_http_key:
+                print(
+                    f"engine=openai: the API key goes to {url} over plain http (allow_http_key)",
+                    file=sys.stderr,
+                )
+            else:
+                print(
+                    f"engine=openai: the API key was not sent: {url} is plain http beyond loopback "
+                    "(use https, or allow_http_key=true to send it in clear)",
+                    file=sys.stderr,
+                )
+                key = ""  # not None: the base class would fall back to $TURNGYM_MODEL_TOKEN
         super().__init__(url, api_key=key, **kwargs)
         self.model = model
         self.tokenizer = tokenizer
@@ -191,10 +222,4 @@ class OpenAIEngine(SGLangEngine):
 
     async def ready(self) -> bool:
         """True when the server answers `GET /v1/models` with 200."""
-        try:
-            r = await self._client().get(
-                chat_endpoint(self.url)[len(self.url) :].replace("chat/completions", "models")
-            )
-        except httpx.TransportError:
-            return False
-        return r.status_code == 200
+        return await self._answers_ok(self._path.replace("chat/completions", "models"))

@@ -2,18 +2,22 @@
 
 Works against `sglang serve` in its own process and environment, or `python -m turngym.engines.serve`.
 Transport failures (connection refused/reset, timeouts) are retried with backoff, and so is a busy
-server's 429/503 with `Retry-After` (the request was refused before it ran); other HTTP error statuses
-are not, since the same request would fail the same way.
+server's 429/503 with `Retry-After` (the request was refused before it ran), waiting at least a floor
+that doubles per busy answer; other HTTP error statuses are not, since the same request would fail the
+same way. A request has one total deadline, retries and waits included, and its reply is read up to a
+size cap (`turngym/engines/bounded_reply.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
 import httpx
 
+from turngym.engines.bounded_reply import IDENTITY, MAX_REPLY_BYTES, busy_wait, read_capped
 from turngym.engines.engine import EngineError, EngineRequestError, Generation
 
 # SGLang validates sampling_params strictly (unknown keys are HTTP 400): send only what it knows.
@@ -80,7 +84,23 @@ def parse_generate_response(body: dict[str, Any]) -> Generation:
 
 
 class SGLangEngine:
-    """Engine over HTTP: `await SGLangEngine(url).generate(rid, prompt_ids=..., sampling_params=...)`."""
+    """Engine over HTTP: `await SGLangEngine(url).generate(rid, prompt_ids=..., sampling_params=...)`.
+
+    Args:
+        url: The server, `http://host:port`.
+        timeout: Seconds one read may wait (httpx's timeout, per read).
+        connect_timeout: Seconds a connection may take.
+        retries: Transport failures retried per request.
+        backoff: First wait after a transport failure (s), doubled per failure.
+        max_connections: Pooled connections.
+        api_key: Sent as `Authorization: Bearer`; default `$TURNGYM_MODEL_TOKEN`.
+        busy_wait_s: Seconds in all a request may wait out busy answers (429/503 + Retry-After).
+        busy_floor_s: The shortest wait after a busy answer, doubled per busy answer in a row: a
+            `Retry-After: 0` does not make the client ask again at once.
+        deadline_s: Seconds in all one request may take, retries, waits and a slow reply included
+            (default `timeout + busy_wait_s`); past it the request fails with one line.
+        max_reply_bytes: The largest reply read; a larger one is refused.
+    """
 
     def __init__(
         self,
@@ -93,11 +113,15 @@ class SGLangEngine:
         max_connections: int = 256,
         api_key: str | None = None,
         busy_wait_s: float = 120.0,
+        busy_floor_s: float = 0.5,
+        deadline_s: float | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
         self.url = url.rstrip("/")
         # SGLang's `--api-key` and `turngym.engines.serve --token` both read `Authorization: Bearer <key>`.
         api_key = api_key if api_key is not None else os.environ.get("TURNGYM_MODEL_TOKEN") or None
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers.update(IDENTITY)
         self.retries = retries
         self.backoff = backoff
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
@@ -107,7 +131,10 @@ class SGLangEngine:
         self._clients: dict[int, httpx.AsyncClient] = {}
         self.transport_retries = 0
         self.busy_wait_s = busy_wait_s  # seconds in all a request may wait out 429/503 + Retry-After
+        self.busy_floor_s = busy_floor_s
         self.busy_retries = 0
+        self.deadline_s = float(deadline_s) if deadline_s is not None else timeout + busy_wait_s
+        self.max_reply_bytes = int(max_reply_bytes)
 
     def _client(self) -> httpx.AsyncClient:
         # httpx clients are bound to the loop that created their pool: one per running loop.
@@ -136,20 +163,40 @@ class SGLangEngine:
     async def ready(self) -> bool:
         """True when the server answers GET /ready (or /health) with 200."""
         for path in ("/ready", "/health"):
-            try:
-                r = await self._client().get(path)
-            except httpx.TransportError:
-                return False
-            if r.status_code == 200:
+            if await self._answers_ok(path):
                 return True
         return False
 
+    async def _answers_ok(self, path: str) -> bool:
+        # Only the status is wanted: the body is never read, and the deadline bounds trickled headers.
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                async with self._client().stream("GET", path) as r:
+                    return r.status_code == 200
+        except (httpx.TransportError, TimeoutError):
+            return False
+
     async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        # httpx's timeout is per read: a reply trickled a byte at a time never trips it, so the whole
+        # request (retries and busy waits included) runs under one deadline.
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                return await self._post_with_retries(path, payload)
+        except TimeoutError:
+            raise EngineError(
+                f"{self.url}{path} gave no complete answer within {self.deadline_s:g} s; "
+                "the request was given up (deadline_s)"
+            ) from None
+
+    async def _post_with_retries(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         last: Exception | None = None
-        attempt, waited = 0, 0.0
+        attempt, waited, busy = 0, 0.0, 0
+        where = f"{self.url}{path}"
         while attempt <= self.retries:
             try:
-                r = await self._client().post(path, json=payload)
+                async with self._client().stream("POST", path, json=payload) as r:
+                    wait = _retry_after(r)
+                    body = await read_capped(r, self.max_reply_bytes, where)
             except httpx.TransportError as exc:
                 last = exc
                 if attempt < self.retries:
@@ -157,23 +204,23 @@ class SGLangEngine:
                     await asyncio.sleep(self.backoff * 2**attempt)
                 attempt += 1
                 continue
-            wait = _retry_after(r)
-            if wait is not None and waited + wait <= self.busy_wait_s:
-                self.busy_retries += 1
-                waited += wait
-                await asyncio.sleep(wait)
-                continue
+            if wait is not None:
+                wait = busy_wait(wait, busy, self.busy_floor_s)
+                if waited + wait <= self.busy_wait_s:
+                    self.busy_retries += 1
+                    busy += 1
+                    waited += wait
+                    await asyncio.sleep(wait)
+                    continue
+            text = body.decode("utf-8", "replace")
             if r.status_code >= 400:
-                text = r.text[:500]
                 cls = EngineRequestError if 400 <= r.status_code < 500 else EngineError
-                raise cls(f"{self.url}{path} answered HTTP {r.status_code}: {text}")
+                raise cls(f"{where} answered HTTP {r.status_code}: {text[:500]}")
             try:
-                return r.json()
+                return json.loads(body)
             except ValueError as exc:
-                raise EngineError(f"{self.url}{path} returned non-JSON: {r.text[:200]!r}") from exc
-        raise EngineError(
-            f"{self.url}{path} unreachable after {self.retries + 1} attempts: {last!r}"
-        ) from last
+                raise EngineError(f"{where} returned non-JSON: {text[:200]!r}") from exc
+        raise EngineError(f"{where} unreachable after {self.retries + 1} attempts: {last!r}") from last
 
     async def aclose(self) -> None:
         """Close pooled connections."""

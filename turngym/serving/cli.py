@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from turngym.common.cli_errors import UsageError, check_port_free
+from turngym.serving.trusted_proxy import check_trusted_proxies, uvicorn_proxy_settings
 
 
 def is_loopback(host: str) -> bool:
@@ -38,7 +39,8 @@ def add_server_args(
     """Add the options every server has: where it listens, who may call it, how much it takes at once.
 
     `--host`, `--port`, `--token` (required beyond loopback), `--max-concurrency`, `--max-queue`,
-    `--max-body-mb`, `--body-timeout` and `--log-level`. Check them with `server_settings`.
+    `--max-body-mb`, `--body-timeout`, `--trusted-proxy` and `--log-level`. Check them with
+    `server_settings`.
 
     Args:
         parser: the server's parser.
@@ -77,6 +79,15 @@ def add_server_args(
     parser.add_argument(
         "--body-timeout", type=float, default=30.0, help="seconds to receive a request body (408 beyond)"
     )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="IP",
+        dest="trusted_proxies",
+        help="a proxy in front of this server whose X-Forwarded-For names the client (repeatable; an "
+        "address or network); without one, clients are told apart by the socket's peer only",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn's log level")
 
 
@@ -91,7 +102,8 @@ def server_settings(args: argparse.Namespace, *, token_env: str) -> dict[str, An
         token_env: the environment variable that may hold the token.
 
     Returns:
-        `token`, `max_concurrency`, `max_queue`, `max_body_bytes` and `body_timeout_s`, checked.
+        `token`, `max_concurrency`, `max_queue`, `max_body_bytes`, `body_timeout_s` and
+        `trusted_proxies`, checked.
 
     Raises:
         UsageError: a bad value, a port in use, or an address beyond loopback without a token.
@@ -112,6 +124,7 @@ def server_settings(args: argparse.Namespace, *, token_env: str) -> dict[str, An
         raise UsageError(f"--max-body-mb must be > 0, got {args.max_body_mb}")
     if not args.body_timeout > 0:
         raise UsageError(f"--body-timeout must be a number of seconds > 0, got {args.body_timeout}")
+    args.trusted_proxies = check_trusted_proxies(getattr(args, "trusted_proxies", None))
     check_port_free(args.host, args.port)  # one line now, rather than uvicorn's log once the app is built
     return {
         "token": args.token,
@@ -119,6 +132,7 @@ def server_settings(args: argparse.Namespace, *, token_env: str) -> dict[str, An
         "max_queue": args.max_queue,
         "max_body_bytes": int(args.max_body_mb * 1024 * 1024),
         "body_timeout_s": args.body_timeout,
+        "trusted_proxies": args.trusted_proxies,
     }
 
 
@@ -128,7 +142,8 @@ def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> No
 
     uvicorn (0.54) has no deadline for a request's headers, so none is set: a client that never finishes
     them holds one socket (h11 buffers at most 16 KB of them) and nothing else, until it hangs up. Body
-    deadlines are `read_body`'s.
+    deadlines are `read_body`'s. `X-Forwarded-For` is believed only from `--trusted-proxy` addresses
+    (`turngym.serving.trusted_proxy`).
 
     Args:
         app: the ASGI app (`make_app`).
@@ -156,6 +171,7 @@ def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> No
             log_level=args.log_level,
             access_log=False,
             timeout_graceful_shutdown=graceful_s,
+            **uvicorn_proxy_settings(check_trusted_proxies(getattr(args, "trusted_proxies", None))),
         )
     )
     server.run()
