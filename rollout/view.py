@@ -36,11 +36,8 @@ from typing import Any
 
 from envs.baselines.success_interval import wilson_interval
 from rollout.episode_pairs import pair_change, pair_episodes, verdict
-<<<<<<< HEAD
 from rollout.episode_settings import played_under, settings_mismatch
-=======
 from rollout.file_env_kwargs import file_env_kwargs, ignored_line
->>>>>>> issue45-r5
 from rollout.trajectory import Trajectory
 from turngym.common.cli_errors import ArgumentParser, UsageError, check_output_file, make_parent, run_cli
 

@@ -13,15 +13,11 @@ The pieces they share, one of each:
 - `make_app` / `json_response` / `check_token` (`app.py`): routes with the bearer-token check and JSON
   errors for refusals, unknown routes and bugs; the same token check for a process relaying requests.
 - `add_server_args` / `server_settings` / `run_server` (`cli.py`): `--host`, `--port`, `--token`
-<<<<<<< HEAD
-  (required beyond loopback), the gate and body limits, and uvicorn (Ctrl-C ends in `KeyboardInterrupt`,
-  so the command prints one line and exits 130).
-- `say_when_listening` (`listening.py`): the one line a server prints once it accepts connections.
-=======
-  (required beyond loopback), the gate and body limits, `--trusted-proxy`, and uvicorn.
+  (required beyond loopback), the gate and body limits, `--trusted-proxy`, and uvicorn (Ctrl-C ends in
+  `KeyboardInterrupt`, so the command prints one line and exits 130).
 - `check_trusted_proxies` / `uvicorn_proxy_settings` (`trusted_proxy.py`): `X-Forwarded-For` is
   believed only from a proxy the operator names; uvicorn's own default (trust 127.0.0.1) is turned off.
->>>>>>> issue45-r5
+- `say_when_listening` (`listening.py`): the one line a server prints once it accepts connections.
 
 Framework: all three servers are plain Starlette apps served by uvicorn. FastAPI is built on Starlette;
 what it adds (request models, dependency injection, OpenAPI pages) none of the servers used, since
