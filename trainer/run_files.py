@@ -169,9 +169,9 @@ def save_json_state(folder: str | Path, name: str, state: dict) -> Path:
 
     Example:
         >>> import tempfile
-        >>> folder = tempfile.mkdtemp()
-        >>> _ = save_json_state(folder, "state.json", {"level": 2})
-        >>> load_json_state(folder, "state.json")
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     _ = save_json_state(folder, "state.json", {"level": 2})
+        ...     load_json_state(folder, "state.json")
         {'level': 2}
     """
     import json
