@@ -21,9 +21,9 @@ from turngym.serving.loopback_server import spawn_server, stop_server
 SLOW = "round(1/3, 10**7)"  # minutes of work: it holds its worker until the call's deadline kills it
 
 
-def _workers_of(parent: int) -> int:
-    """How many calculator workers `parent` has alive now (its children running arithmetic.py)."""
-    count = 0
+def _worker_pids(parent: int) -> set[int]:
+    """The calculator workers `parent` has alive now."""
+    pids = set()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -34,21 +34,27 @@ def _workers_of(parent: int) -> int:
                 is_worker = b"arithmetic.py" in f.read()
         except (OSError, ValueError, IndexError):
             continue
-        count += ppid == parent and is_worker
-    return count
+        if ppid == parent and is_worker:
+            pids.add(int(pid))
+    return pids
 
 
 class PeakWorkers:
-    """The most workers `parent` had alive at once while the block ran (sampled every 20 ms)."""
+    """The most workers `parent` had alive at once while the block ran (sampled every 20 ms).
+
+    Workers alive before the block belong to other pools of the same process (earlier tests in a full
+    run keep idle ones): they are not counted.
+    """
 
     def __init__(self, parent: int):
         self.parent, self.peak = parent, 0
+        self.before = _worker_pids(parent)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._done.is_set():
-            self.peak = max(self.peak, _workers_of(self.parent))
+            self.peak = max(self.peak, len(_worker_pids(self.parent) - self.before))
             time.sleep(0.02)
 
     def __enter__(self) -> PeakWorkers:
@@ -101,7 +107,7 @@ def test_slow_calls_past_the_cap_are_refused_at_their_deadline_without_a_worker(
     # Which calls get a worker freed by a killed one depends on timing; some never do.
     assert busy and "all 3 worker processes stayed busy for 3 s" in str(busy[0])
     assert seen.peak <= 3, f"{seen.peak} workers alive at once; the cap is 3"
-    assert pool.alive == 0 and _workers_of(os.getpid()) == 0
+    assert pool.alive == 0 and not _worker_pids(os.getpid()) - seen.before
 
 
 def test_a_served_env_keeps_its_calculator_workers_under_its_own_cap():
