@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = int(args[at + 1])
         del args[at : at + 2]
     paths = [Path(p) for p in args]
-    if not paths:
+    if not paths or any(a in ("-h", "--help") for a in args):
         print(__doc__)
         return 2
     for path in paths:
