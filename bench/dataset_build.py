@@ -1,4 +1,4 @@
-"""Dataset build time: 512 rows of trainer.datasets (EpisodeRow, prompts rendered once with a fresh env
+"""Dataset build time: 512 rows of trainer.data.datasets (EpisodeRow, prompts rendered once with a fresh env
 per row) against the env work alone (make, reset, close per row), and one env per (id, kwargs)
 reset for each seed (the alternative not taken), in the same run.
 
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    from trainer.datasets import assign_envs, opening_prompts, rows_for_episodes
+    from trainer.data.datasets import assign_envs, opening_prompts, rows_for_episodes
 
     print(
         f"{'workload':<16} {'rows':>5} {'env work s':>11} {'one env/kind':>13} {'rows s':>8} {'rows/env work':>14}"

@@ -23,7 +23,7 @@ def plot_runs(runs: dict[str, Path], out: Path, title: str = "learning curves") 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trainer.progress import SUCCESS_KEY, MetricsLog
+    from trainer.report.progress import SUCCESS_KEY, MetricsLog
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for index, (label, folder) in enumerate(runs.items()):

@@ -48,7 +48,7 @@ def phase_bounds(run: Path) -> list[str]:
     """Lines: per phase the median measured seconds, the bound at this CPU's rates, and their ratio."""
     from omegaconf import OmegaConf
 
-    from trainer.progress import MetricsLog
+    from trainer.report.progress import MetricsLog
     from turngym.engines.compute_dtype import cpu_name, measure_matmul_rates
 
     config = OmegaConf.load(run / "config.yaml")

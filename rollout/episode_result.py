@@ -99,7 +99,7 @@ class TurnSpan:
 
 @dataclass(frozen=True)
 class EpisodeHealth:
-    """The per-episode numbers the trainer's health metrics read (trainer/health.py).
+    """The per-episode numbers the trainer's health metrics read (trainer/hooks/health/metrics.py).
 
     Args:
         tool_env: the episode offered tools.
@@ -151,7 +151,7 @@ class EpisodeResult:
         failed: the episode raised and is a masked-out placeholder.
         error: why it failed.
         termination: how it ended; None when the row does not say.
-        health: the numbers trainer/health.py reads.
+        health: the numbers trainer/hooks/health/metrics.py reads.
         behaviour: the env's behaviour counts, or None.
         success: the env judged it a success (None: not reported).
         assistant_turns: the model's replies (None: not reported).

@@ -192,7 +192,7 @@ class EpisodeRow:
         if _missing(env_id) or not str(env_id):
             raise ValueError(
                 "dataset row has no env_id (expected extra_info.env_id); rows come from "
-                "trainer.datasets, or give env_id and seed columns"
+                "trainer.data.datasets, or give env_id and seed columns"
             )
         seed, index = pick("seed"), extra.get("index")
         temperature, sampling_seed = row.get(cls.TEMPERATURE), row.get(cls.SAMPLING_SEED)

@@ -5,7 +5,7 @@ reads ``KeyError: 'x' (at /path/my_env.py:42 in step)``, so ``rollout.eval`` and
 where without a traceback per episode. In training, ``trainer.run`` sets ``TURNGYM_FAILURE_FILE`` for
 every worker: the first failing episode of the run (across all agent-loop processes, by an exclusive
 create) writes its full traceback there and prints it to its log (train.log); the trainer shows it once
-on the console (trainer/episode_failures.py).
+on the console (trainer/hooks/episode_failures.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The opening prompt of an episode: where its tools go, its ChatFormat, and the ids the model first sees.
 
 One function builds it for everyone who needs those ids: the rollout (`rollout.episode.run_episode`)
-and the trainer's prompt-budget check (`trainer.prompt_budget`), which must measure exactly what the
+and the trainer's prompt-budget check (`trainer.checks.prompt_budget`), which must measure exactly what the
 rollout will send, tool schemas included. A second copy of these three steps drifts (a template that
 renders no tools puts them in the system message, `rollout.tool_prompt.place_tools`).
 """

@@ -296,8 +296,8 @@ def test_serve_says_where_it_listens_with_one_process(world):
 
 def test_env_kwargs_with_a_group_apply_to_every_env_of_it(world):
     """`env=guess-number env.kwargs.tools=my_tools.yaml` (docs/tools.md) trained without the tools."""
+    from trainer.checks.run_checks import run_identity
     from trainer.compose import compose_config, env_entries
-    from trainer.run_checks import run_identity
 
     (world["cwd"] / "my_tools.yaml").write_text("tools:\n  - entry: calculator\n")
     cfg = compose_config(["env=text-game", "env.kwargs.difficulty=hard", "env.kwargs.tools=my_tools.yaml"])
@@ -319,7 +319,7 @@ def test_a_second_run_into_the_same_folder_is_refused_and_a_killed_runs_lock_is_
     import trainer.run
 
     out = world["cwd"] / "run"
-    holding = "import sys, time; from trainer.run_lock import RunLock; RunLock(sys.argv[1], sys.argv[2]).acquire(); "
+    holding = "import sys, time; from trainer.run_folder.lock import RunLock; RunLock(sys.argv[1], sys.argv[2]).acquire(); "
     holding += "print('held', flush=True); time.sleep(600)"
     command = f"python -m trainer.run env=guess-number turngym.output_dir={out}"
     holder = subprocess.Popen(
@@ -541,7 +541,7 @@ def test_ctrl_c_in_training_says_what_the_same_command_will_do_with_the_real_log
     <turngym.output_dir>/train.log)" with the placeholder printed as is, also when no checkpoint existed
     (during the warm start, or before the first save), when the same command starts over."""
     import trainer.run
-    import trainer.warm_start
+    import trainer.warm_start.runner
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -573,7 +573,7 @@ def test_ctrl_c_in_training_says_what_the_same_command_will_do_with_the_real_log
         ("python -m trainer.run env=guess-number ... (Ctrl-C after step 8's checkpoint)", err[0], 130)
     )
 
-    monkeypatch.setattr(trainer.warm_start, "warm_start", interrupted)
+    monkeypatch.setattr(trainer.warm_start.runner, "warm_start", interrupted)
     fresh = world["cwd"] / "fresh"
     assert trainer.run.main(["env=guess-number", f"turngym.output_dir={fresh}"]) == INTERRUPT_EXIT
     err = capsys.readouterr().err.strip().splitlines()
@@ -590,8 +590,8 @@ def test_ctrl_c_in_training_says_what_the_same_command_will_do_with_the_real_log
 def test_after_a_warm_start_the_health_warning_does_not_advise_one(world):
     """Step 1's warning, right after the warm start ran, advised "warm start on expert demos"."""
     from trainer.compose import compose_config
-    from trainer.health import FORMAT_ERROR_RATE, metric_key
-    from trainer.health_guard import HealthGuard
+    from trainer.hooks.health.guards import HealthGuard
+    from trainer.hooks.health.metrics import FORMAT_ERROR_RATE, metric_key
 
     unreadable = {metric_key(FORMAT_ERROR_RATE): 0.9}
     warm = compose_config(["env=guess-number"])  # the embedded model's CPU run warm starts by default
@@ -606,8 +606,8 @@ def test_after_a_warm_start_the_health_warning_does_not_advise_one(world):
 
 def test_validation_reward_keeps_sampled_and_greedy_play_apart():
     """The plot's "validation reward" (and the step line's `val reward`) averaged sampled and greedy play."""
-    from trainer.plot import validation_series
-    from trainer.progress import progress_line
+    from trainer.report.plot import validation_series
+    from trainer.report.progress import progress_line
 
     record = {
         "step": 4,

@@ -254,7 +254,7 @@ def planted(tmp_path):
 
 
 def _refused_in_one_line(call) -> str:
-    from trainer.run_files import RunFileError
+    from trainer.run_folder.files import RunFileError
 
     with pytest.raises(RunFileError) as refused:
         call()
@@ -264,7 +264,7 @@ def _refused_in_one_line(call) -> str:
 
 
 def test_a_linked_run_lock_is_refused_and_its_target_untouched(planted):
-    from trainer.run_lock import RunLock, check_unlocked
+    from trainer.run_folder.lock import RunLock, check_unlocked
 
     run, victim = planted
     (run / "run.lock").symlink_to(victim)
@@ -274,7 +274,7 @@ def test_a_linked_run_lock_is_refused_and_its_target_untouched(planted):
 
 
 def test_a_linked_metrics_log_is_refused_and_its_target_untouched(planted):
-    from trainer.progress import MetricsLog
+    from trainer.report.progress import MetricsLog
 
     run, victim = planted
     (run / "metrics.jsonl").symlink_to(victim)
@@ -285,7 +285,7 @@ def test_a_linked_metrics_log_is_refused_and_its_target_untouched(planted):
 
 
 def test_a_linked_halt_record_is_refused_and_its_target_untouched(planted):
-    from trainer.health_halt import HealthHalt, clear_halt, read_halt, write_halt
+    from trainer.hooks.health.halt import HealthHalt, clear_halt, read_halt, write_halt
 
     run, victim = planted
     (run / "health_halt.json").symlink_to(victim)
@@ -299,7 +299,7 @@ def test_a_linked_halt_record_is_refused_and_its_target_untouched(planted):
 def test_a_linked_run_record_is_refused_and_its_target_untouched(planted):
     from omegaconf import OmegaConf
 
-    from trainer.run_checks import write_run_record
+    from trainer.checks.run_checks import write_run_record
 
     run, victim = planted
     (run / "run.json").symlink_to(victim)
@@ -309,9 +309,9 @@ def test_a_linked_run_record_is_refused_and_its_target_untouched(planted):
 
 
 FIFO_CHECKS = {
-    "run.lock": "from trainer.run_lock import check_unlocked as check; check(sys.argv[1])",
-    "health_halt.json": "from trainer.health_halt import read_halt as check; check(sys.argv[1])",
-    "metrics.jsonl": "from trainer.progress import MetricsLog; MetricsLog(sys.argv[1] + '/metrics.jsonl').records()",
+    "run.lock": "from trainer.run_folder.lock import check_unlocked as check; check(sys.argv[1])",
+    "health_halt.json": "from trainer.hooks.health.halt import read_halt as check; check(sys.argv[1])",
+    "metrics.jsonl": "from trainer.report.progress import MetricsLog; MetricsLog(sys.argv[1] + '/metrics.jsonl').records()",
 }
 
 
@@ -340,9 +340,9 @@ def test_a_fifo_in_a_run_folder_is_refused_at_once_instead_of_hanging(tmp_path, 
 
 
 def test_run_folder_files_still_work_as_files(tmp_path):
-    from trainer.health_halt import HealthHalt, halt_exit_code, write_halt
-    from trainer.progress import MetricsLog
-    from trainer.run_lock import RunLock
+    from trainer.hooks.health.halt import HealthHalt, halt_exit_code, write_halt
+    from trainer.report.progress import MetricsLog
+    from trainer.run_folder.lock import RunLock
 
     with RunLock(tmp_path, command="python -m trainer.run"):
         log = MetricsLog(tmp_path / "metrics.jsonl")
@@ -415,8 +415,8 @@ def _crafted_step(folder, marker):
 
 
 def test_a_resume_from_a_crafted_checkpoint_is_refused_before_anything_unpickles_it(tmp_path):
+    from trainer.checks.run_checks import check_run
     from trainer.compose import ConfigError
-    from trainer.run_checks import check_run
 
     marker = tmp_path / "pwned"
     step = _crafted_step(tmp_path / "given" / "global_step_1", marker)
@@ -427,7 +427,7 @@ def test_a_resume_from_a_crafted_checkpoint_is_refused_before_anything_unpickles
     assert "model_world_size_1_rank_0.pt" in message and "\n" not in message, message
     assert "trust_checkpoint" in message and not marker.exists()
     # The user's own word for a checkpoint they trust: the check steps aside (verl loads it as before).
-    from trainer.run_checks import check_resume_checkpoint
+    from trainer.checks.run_checks import check_resume_checkpoint
 
     trusted = _resume_cfg(
         tmp_path,
@@ -440,8 +440,8 @@ def test_a_resume_from_a_crafted_checkpoint_is_refused_before_anything_unpickles
 
 
 def test_the_latest_checkpoint_of_a_prepared_run_folder_is_checked_as_well(tmp_path):
+    from trainer.checks.run_checks import check_run
     from trainer.compose import ConfigError
-    from trainer.run_checks import check_run
 
     marker = tmp_path / "pwned"
     cfg = _resume_cfg(tmp_path)
@@ -457,7 +457,7 @@ def test_the_latest_checkpoint_of_a_prepared_run_folder_is_checked_as_well(tmp_p
 def test_a_genuine_fsdp2_checkpoint_still_resumes(tmp_path):
     import subprocess
 
-    from trainer.run_checks import check_resume_checkpoint
+    from trainer.checks.run_checks import check_resume_checkpoint
     from turngym.serving.loopback_server import free_port
 
     step = tmp_path / "given" / "global_step_1"

@@ -9,10 +9,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from rollout.episode_budgets import TRAINING_KEYS, default_budgets, run_turn_limit
 from rollout.episode_kind import EpisodeKind
-from trainer.config_error import ConfigError
-from trainer.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
-from trainer.early_env_check import check_env_ids_early, unregistered_env_message
-from trainer.user_modules import import_user_modules
+from trainer.checks.config_error import ConfigError
+from trainer.checks.config_suggest import OPEN_KEY_PREFIXES, check_override_keys, config_keys
+from trainer.checks.early_env_check import check_env_ids_early, unregistered_env_message
+from trainer.checks.user_modules import import_user_modules
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 PRIMARY_CONFIG = "turngym"
@@ -135,7 +135,7 @@ def compose_config(overrides: list[str] | None = None) -> DictConfig:
         with contextlib.suppress(Exception):  # unknown ids are reported by check_config
             if envs_without_expert(cfg):
                 cfg.turngym.warm_start.enable = False
-    from trainer.number_checks import check_numbers
+    from trainer.checks.number_checks import check_numbers
 
     # Types come from the config without the command line's values: what verl and turngym read there.
     check_numbers(cfg, _compose(_group_only(overrides)), user_keys)
@@ -249,10 +249,10 @@ def check_config(cfg: DictConfig) -> None:
         hint = did_you_mean(str(cfg.turngym.keep_optimizer), ["latest", "all"])
         message = f"turngym.keep_optimizer={cfg.turngym.keep_optimizer!r}; valid choices: latest, all"
         raise ConfigError(f"{message}; {hint}" if hint else message)
-    from trainer.registry_checks import check_registry_values
+    from trainer.checks.registry_checks import check_registry_values
 
     check_registry_values(cfg)
-    from trainer.ray_cluster import given_address
+    from trainer.cluster.ray_cluster import given_address
 
     if given_address(cfg) is None:
         # With a cluster to join, trainer.run checks the node count against it first (a trainer.nnodes
@@ -263,9 +263,9 @@ def check_config(cfg: DictConfig) -> None:
 
 def check_schedules(cfg: DictConfig, entries: list[dict]) -> None:
     """Refuse bad ``turngym.mixture`` and ``turngym.curriculum.pass_rate`` settings before anything starts."""
-    from trainer.adaptive_mixture import MixtureConfig
-    from trainer.curriculum import CurriculumConfig
-    from trainer.pass_rate_curriculum import PassRateConfig
+    from trainer.hooks.curriculum.pass_rate import PassRateConfig
+    from trainer.hooks.curriculum.schedule import CurriculumConfig
+    from trainer.hooks.mixture.adaptive import MixtureConfig
 
     try:
         mixture = MixtureConfig.from_mapping(cfg.turngym.get("mixture"))
@@ -360,8 +360,8 @@ def check_warm_start(cfg: DictConfig) -> None:
             f"turngym.warm_start imitates scripted experts, and {', '.join(without_expert)} {verb} none "
             "(TextArena's games have none); drop turngym.warm_start.enable=true"
         )
-    from trainer.expert_demos import demonstrator_problem
-    from trainer.warm_start import sft_config
+    from trainer.warm_start.expert_demos import demonstrator_problem
+    from trainer.warm_start.runner import sft_config
 
     problem = demonstrator_problem(float(ws.expert_noise), float(ws.expert_share), str(ws.other_player))
     if problem:

@@ -19,7 +19,7 @@ into every verl process through ``VERL_USE_EXTERNAL_MODULES`` and ``VERL_PLATFOR
 
 With ``RAY_ADDRESS`` (or ``ray_kwargs.ray_init.address=auto|HOST:PORT``) the run joins a Ray cluster
 started with ``ray start`` instead of starting its own; ``trainer.nnodes`` spreads it over the nodes.
-An unreachable address is one line before anything is written (trainer/ray_cluster.py).
+An unreachable address is one line before anything is written (trainer/cluster/ray_cluster.py).
 
 The console shows turngym's lines (one per training step); verl's and Ray's output goes to
 ``<turngym.output_dir>/train.log``. ``turngym.verbose=true`` shows it on the console as well.
@@ -35,6 +35,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from trainer.checks.run_checks import apply_run_name, check_run, fresh_run_hint
+from trainer.cluster.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
 from trainer.compose import (
     ConfigError,
     check_verl_sizes,
@@ -44,12 +46,10 @@ from trainer.compose import (
     turn_limit_notes,
     warm_start_compute_dtype,
 )
-from trainer.interrupt_line import TRAINING, WARM_START, RunProgress
-from trainer.progress import ConsoleFilter
-from trainer.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
-from trainer.run_checks import apply_run_name, check_run, fresh_run_hint
-from trainer.run_data import StagedData
-from trainer.run_lock import RunLock
+from trainer.data.run_data import StagedData
+from trainer.report.interrupt_line import TRAINING, WARM_START, RunProgress
+from trainer.report.progress import ConsoleFilter
+from trainer.run_folder.lock import RunLock
 from turngym.common.cli_errors import UsageError, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -158,14 +158,14 @@ def stage_run(cfg: DictConfig) -> StagedData:
     """Every check that needs the model or the rows, with nothing written under the run folder.
 
     Builds the embedded model when no model is given, writes the datasets (env.* rows or the user's own,
-    trainer.user_rows) into a scratch folder and checks the prompt budget on them; ConfigError on any
+    trainer.data.user_rows) into a scratch folder and checks the prompt budget on them; ConfigError on any
     problem. ``prepare`` moves the files into the run folder.
     """
     import tempfile
 
-    from trainer.prompt_budget import AUTO, check_prompt_budget, fitted_prompt_length
-    from trainer.run_checks import run_identity
-    from trainer.run_data import discard, stage_datasets
+    from trainer.checks.prompt_budget import AUTO, check_prompt_budget, fitted_prompt_length
+    from trainer.checks.run_checks import run_identity
+    from trainer.data.run_data import discard, stage_datasets
 
     out = Path(cfg.turngym.output_dir).expanduser().resolve()
     cfg.turngym.output_dir = str(out)
@@ -204,10 +204,10 @@ def stage_run(cfg: DictConfig) -> StagedData:
 def prepare(cfg: DictConfig, staged: StagedData, progress: RunProgress | None = None) -> DictConfig:
     """Side effects before Ray, once ``stage_run`` passed: datasets and run record into the run folder,
     env vars, warm start (``progress``, if given, follows it for the Ctrl-C line). Returns cfg."""
+    from trainer.checks.run_checks import write_run_record
     from trainer.compose import warm_start_engine
-    from trainer.run_checks import write_run_record
-    from trainer.run_data import install, run_data_path
-    from trainer.warm_start import finished_warm_start, warm_start
+    from trainer.data.run_data import install, run_data_path
+    from trainer.warm_start.runner import finished_warm_start, warm_start
 
     out = Path(cfg.turngym.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -219,7 +219,7 @@ def prepare(cfg: DictConfig, staged: StagedData, progress: RunProgress | None = 
     worker_env = export_worker_env(cfg.trainer.device == "cpu", list(cfg.turngym.import_modules))
     # The run's first failed episode keeps its traceback here (rollout/failure_trace.py), once per command.
     from rollout.failure_trace import FAILURE_FILE_ENV
-    from trainer.episode_failures import failure_path, forget_failures
+    from trainer.hooks.episode_failures import failure_path, forget_failures
 
     forget_failures(out)
     worker_env[FAILURE_FILE_ENV] = str(failure_path(out))
@@ -381,8 +381,8 @@ def _use_cpu_platform() -> None:
 
 def summarize(cfg: DictConfig) -> None:
     """Write the reward curve and print first-vs-last rewards."""
-    from trainer.plot import plot_reward_curve
-    from trainer.progress import REWARD_KEY, MetricsLog
+    from trainer.report.plot import plot_reward_curve
+    from trainer.report.progress import REWARD_KEY, MetricsLog
 
     png = plot_reward_curve(cfg.turngym.metrics_file, cfg.turngym.plot_file, title=f"turngym {cfg.env.name}")
     records = [r for r in MetricsLog(cfg.turngym.metrics_file).records("train") if REWARD_KEY in r]
@@ -403,9 +403,9 @@ def summarize(cfg: DictConfig) -> None:
 def print_learning_table(cfg: DictConfig) -> None:
     """Per env, the first and last validation beside the random player and the expert on the same episodes."""
     from rollout.episode_budgets import run_turn_limit
-    from trainer.learning_table import learning_table, validation_episodes
-    from trainer.progress import MetricsLog
-    from trainer.run_data import run_data_path
+    from trainer.data.run_data import run_data_path
+    from trainer.report.learning_table import learning_table, validation_episodes
+    from trainer.report.progress import MetricsLog
 
     val_file = run_data_path(cfg, "val_files")
     records = MetricsLog(cfg.turngym.metrics_file).records("val")
@@ -429,8 +429,8 @@ def print_learning_table(cfg: DictConfig) -> None:
 
 def print_behaviour_table(records: list[dict], val_file: Path, max_turns: int | None) -> None:
     """Per env, its behaviour rates at the first and last validation beside the trivial players'."""
-    from trainer.behaviour_table import behaviour_table
-    from trainer.learning_table import validation_episodes
+    from trainer.report.behaviour_table import behaviour_table
+    from trainer.report.learning_table import validation_episodes
 
     try:
         table = behaviour_table(records, validation_episodes(val_file), max_turns)
@@ -481,13 +481,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
-    from trainer.run_data import discard
+    from trainer.data.run_data import discard
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
-    from trainer.verl_version import verl_version_problem
+    from trainer.checks.verl_version import verl_version_problem
 
     problem = verl_version_problem()  # first: before any config is composed, anything written, Ray started
     if problem is not None:
@@ -507,7 +507,7 @@ def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
         address = check_cluster_reachable(cfg)
         if address is not None:
             check_cluster_fits(cfg, address)  # else verl's placement groups would wait forever
-        # One run at a time per folder (trainer/run_lock.py); released below however the run ends.
+        # One run at a time per folder (trainer/run_folder/lock.py); released below however the run ends.
         lock = RunLock(cfg.turngym.output_dir, command=" ".join(["python -m trainer.run", *argv]))
         lock.acquire()
         if lock.stale:
@@ -549,8 +549,8 @@ def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
             lock.release()
     if error is not None:  # raised once the console is restored, so it is never filtered away
         raise error
-    from trainer.episode_failures import stop_exit
-    from trainer.health_halt import halt_exit_code
+    from trainer.hooks.episode_failures import stop_exit
+    from trainer.hooks.health.halt import halt_exit_code
 
     code, reason = stop_exit(cfg.turngym.output_dir)  # every episode failed: the env is broken
     if reason is None:

@@ -26,21 +26,27 @@ from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-import trainer.positive_grpo  # noqa: F401 - registers positive_grpo in verl
-from trainer.batch_field import batch_field
-from trainer.behaviour_metrics import batch_behaviour, validation_behaviour, validation_source_lines
-from trainer.curriculum_hook import CurriculumTrainerMixin
-from trainer.episode_failures import (
+import trainer.estimators.positive_grpo  # noqa: F401 - registers positive_grpo in verl
+from trainer.data.batch_field import batch_field
+from trainer.data.sample_objects import sample_objects
+from trainer.estimators.turn_credit import (
+    TurnAnchorsTrainerMixin,  # also registers turngym's estimators in verl
+)
+from trainer.estimators.valid_groups import ValidGroupsTrainerMixin
+from trainer.hooks.curriculum.hook import CurriculumTrainerMixin
+from trainer.hooks.episode_failures import (
     EPISODES_METRIC,
     FAILED_METRIC,
     EpisodeFailuresTrainerMixin,
     failed_segment,
     failure_counts,
 )
-from trainer.health_hook import HealthTrainerMixin
-from trainer.mixture_hook import MixtureTrainerMixin
-from trainer.phase_progress import PHASE_OVERRIDES, PhaseProgressTrainerMixin
-from trainer.progress import (
+from trainer.hooks.health.hook import HealthTrainerMixin
+from trainer.hooks.mixture.hook import MixtureTrainerMixin
+from trainer.hooks.phase_progress import PHASE_OVERRIDES, PhaseProgressTrainerMixin
+from trainer.hooks.step_dump import StepDumpTrainerMixin
+from trainer.report.behaviour_metrics import batch_behaviour, validation_behaviour, validation_source_lines
+from trainer.report.progress import (
     SUCCESS_KEY,
     TURNS_KEY,
     MetricsLog,
@@ -50,10 +56,6 @@ from trainer.progress import (
     validation_done_line,
     validation_start_line,
 )
-from trainer.sample_objects import sample_objects
-from trainer.step_dump import StepDumpTrainerMixin
-from trainer.turn_credit import TurnAnchorsTrainerMixin  # also registers turngym's estimators in verl
-from trainer.valid_groups import ValidGroupsTrainerMixin
 
 
 class TurngymTrainer(
@@ -110,10 +112,10 @@ class TurngymTrainer(
         return roles
 
     def _report_placement(self, agent_loop_manager) -> None:
-        """Print and save which node and pid each role runs on (see trainer/placement.py)."""
+        """Print and save which node and pid each role runs on (see trainer/cluster/placement.py)."""
         from pathlib import Path
 
-        from trainer.placement import placement_rows, placement_table, write_placement
+        from trainer.cluster.placement import placement_rows, placement_table, write_placement
 
         try:
             rows = placement_rows(self._placement_roles(agent_loop_manager))
@@ -235,7 +237,7 @@ def check_verl_extension_points(
     if TRAINER_REGISTRY.get("sync") is None:
         problems.append("verl's TRAINER_REGISTRY has no 'sync' trainer")
     if problems:
-        from trainer.verl_version import SUPPORTED_VERL, installed_verl_version
+        from trainer.checks.verl_version import SUPPORTED_VERL, installed_verl_version
 
         raise VerlIncompatibleError(
             f"verl {installed_verl_version()} does not offer what turngym's trainer plugs into "
@@ -251,7 +253,7 @@ class TurngymTaskRunner(TaskRunnerV1.__ray_actor_class__):
         """Train with verl's own task runner; return the last global step reached."""
         check_verl_extension_points()
         mode = str(config.trainer.v1.trainer_mode)
-        if mode != "sync":  # also refused before Ray starts (trainer.registry_checks)
+        if mode != "sync":  # also refused before Ray starts (trainer.checks.registry_checks)
             raise ValueError(
                 f"turngym's trainer extends verl's sync trainer; trainer.v1.trainer_mode={mode!r}"
             )

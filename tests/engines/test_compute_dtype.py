@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
+from trainer.checks.config_error import ConfigError
 from trainer.compose import (
     ACTOR_PARAM_DTYPE,
     BYPASS_MODE,
@@ -13,7 +14,6 @@ from trainer.compose import (
     compute_dtype_line,
     warm_start_compute_dtype,
 )
-from trainer.config_error import ConfigError
 from turngym.engines import compute_dtype
 from turngym.engines.compute_dtype import (
     BF16_MIN_SPEEDUP,
@@ -109,7 +109,7 @@ def test_an_unknown_dtype_is_one_line():
 def test_a_resume_under_auto_computes_in_the_dtype_its_steps_used(tmp_path, monkeypatch, measured_now):
     """`auto` measured again on a loaded machine can land on the other side of the threshold; the user
     changed nothing, so the resume keeps the run's dtype instead of being refused or switching."""
-    from trainer.resume_settings import config_yaml, settings_since
+    from trainer.checks.resume_settings import config_yaml, settings_since
 
     rates = {"fp32": MatmulRates(35.0, 0.7, 2, "AVX2"), "bf16": MatmulRates(197.0, 806.0, 2, "bf16 units")}
     base = [

@@ -318,7 +318,7 @@ def test_trainer_resolves_a_gguf_before_ray_and_prints_its_settings(tiny_gguf, c
         and "lr=0.0003" not in line
     )
     bad = _compose("model=gguf:/nonexistent.gguf")
-    from trainer.config_error import ConfigError
+    from trainer.checks.config_error import ConfigError
 
     with pytest.raises(ConfigError, match="no such file"):
         resolve_model_option(bad)

@@ -66,10 +66,10 @@ def test_the_trainer_takes_the_shaped_env_only_with_its_module():
 
 
 def test_own_dataset_example_writes_rows_the_trainer_accepts(tmp_path):
+    from trainer.checks.run_checks import apply_run_name, check_run
     from trainer.compose import compose_config
+    from trainer.data.run_data import discard
     from trainer.run import stage_run
-    from trainer.run_checks import apply_run_name, check_run
-    from trainer.run_data import discard
 
     proc = subprocess.run(
         [sys.executable, "examples/own_dataset.py", str(tmp_path / "my_rows")],

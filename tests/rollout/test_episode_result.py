@@ -176,7 +176,7 @@ def test_malformed_and_numpy_values_read_as_what_they_can_be():
 
 
 def test_a_top_level_success_wins_over_the_column():
-    # A reward function may report success at the top level (trainer/progress.py reads it first).
+    # A reward function may report success at the top level (trainer/report/progress.py reads it first).
     fields = {"success": False, "reward_extra_info": {"success": 1.0}}
     assert EpisodeResult.from_extra_fields(fields).success is False
     assert EpisodeResult.from_extra_fields({"reward_extra_info": {"success": 1.0}}).success is True

@@ -40,7 +40,7 @@ def test_rows_round_trip_through_parquet_as_verl_reads_them(tmp_path):
 
 
 def test_rows_written_by_the_previous_writer_still_load(tmp_path):
-    # The layout trainer/datasets.py wrote before EpisodeRow, column by column (greedy validation file).
+    # The layout trainer/data/datasets.py wrote before EpisodeRow, column by column (greedy validation file).
     old = [
         {
             "data_source": "guess-number-v0",

@@ -419,7 +419,7 @@ def test_guess_number_env_token_exact_on_smollm2(smollm2_tokenizer):
 def test_trainer_prompt_budget_counts_the_listed_tools_on_smollm2(smollm2_tokenizer):
     """The trainer's prompt-length check counts the prompt the rollout sends, tools block included."""
     import envs
-    from trainer.prompt_budget import longest_prompts
+    from trainer.checks.prompt_budget import longest_prompts
 
     tok = smollm2_tokenizer
     env = envs.make("guess-number-v0")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainer.adaptive_mixture import STATE_FILE, AdaptiveMixture, MixtureConfig, bounded_weights
-from trainer.step_outcomes import StepOutcome, flat_group_rates, pass_rates
+from trainer.data.step_outcomes import StepOutcome, flat_group_rates, pass_rates
+from trainer.hooks.mixture.adaptive import STATE_FILE, AdaptiveMixture, MixtureConfig, bounded_weights
 
 BASE = {"guess-number-v0": 0.4, "wordle-v0": 0.2, "maze-v0": 0.2, "tic-tac-toe-v0": 0.2}
 
@@ -101,8 +101,8 @@ def test_bounds_no_mixture_can_meet_are_refused():
 
 
 def test_config_check_refuses_before_anything_starts():
+    from trainer.checks.config_error import ConfigError
     from trainer.compose import check_config, compose_config
-    from trainer.config_error import ConfigError
 
     with pytest.raises(ConfigError, match="floor=0.3 and cap=0.5 cannot hold 4 envs"):
         check_config(

@@ -4,7 +4,7 @@ level), on a real verl TensorDict batch: the agent loop reads back what was writ
 from __future__ import annotations
 
 from rollout.episode_row import EpisodeRow
-from trainer.batch_rows import batch_extra_infos, with_episode, write_extra_infos
+from trainer.data.batch_rows import batch_extra_infos, with_episode, write_extra_infos
 
 
 def test_rewritten_rows_read_back_as_the_new_episodes():

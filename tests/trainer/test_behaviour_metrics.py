@@ -3,7 +3,7 @@
 import pytest
 
 from rollout.agent_loop import behaviour_columns
-from trainer.behaviour_metrics import batch_behaviour, validation_behaviour, validation_source_lines
+from trainer.report.behaviour_metrics import batch_behaviour, validation_behaviour, validation_source_lines
 
 
 def test_every_row_gets_the_same_behaviour_columns_whatever_its_env():
@@ -49,7 +49,7 @@ def test_validation_rates_and_the_line_per_source():
 
 def test_the_games_behaviour_reaches_validation_metrics_and_the_final_table():
     import envs
-    from trainer.behaviour_table import behaviour_table
+    from trainer.report.behaviour_table import behaviour_table
 
     metrics, episodes = {}, {}
     for env_id, move in (("maze-v0", "up"), ("wordle-v0", "crane"), ("tic-tac-toe-v0", "5")):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainer.checkpoint_pruning import MARKER, KeepOptimizerInLatest, drop_older_optimizer_states
+from trainer.run_folder.checkpoint_pruning import MARKER, KeepOptimizerInLatest, drop_older_optimizer_states
 
 
 def _checkpoint(root, step, roles=("actor", "critic")):
@@ -72,8 +72,8 @@ def test_verl_builds_the_callback_from_turngyms_config_and_it_prunes_after_a_sav
 
 
 def test_a_misspelt_choice_is_refused_before_the_run():
+    from trainer.checks.config_error import ConfigError
     from trainer.compose import compose_config
-    from trainer.config_error import ConfigError
 
     with pytest.raises(
         ConfigError, match="keep_optimizer='lates'; valid choices: latest, all; did you mean latest"

@@ -8,10 +8,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from rollout.episode_result import EpisodeResult
-from trainer.config_error import ConfigError
-from trainer.health import step_health
-from trainer.health_guard import HealthGuard
-from trainer.health_hook import ADAPT_FILE, HealthTrainerMixin, adapted_temperature
+from trainer.checks.config_error import ConfigError
+from trainer.hooks.health.guards import HealthGuard
+from trainer.hooks.health.hook import ADAPT_FILE, HealthTrainerMixin, adapted_temperature
+from trainer.hooks.health.metrics import step_health
 
 FLAT = {"health/groups_all_equal": 1.0}
 HEALTHY = {"health/groups_all_equal": 0.25}
@@ -140,8 +140,8 @@ def test_the_sampled_entropy_is_minus_the_mean_log_prob_of_generated_tokens():
     import numpy as np
     import torch
 
-    from trainer.health import step_health
-    from trainer.health_hook import sampled_entropy
+    from trainer.hooks.health.hook import sampled_entropy
+    from trainer.hooks.health.metrics import step_health
 
     logprobs = torch.tensor([[-1.0, -3.0, 0.0], [-0.5, 0.0, 0.0], [-9.0, -9.0, -9.0]])
     mask = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1]])

@@ -117,7 +117,7 @@ def test_bad_input_is_a_config_error_naming_choices(overrides, needle):
 
 
 def test_warm_start_overrides_reach_verls_sft_config():
-    from trainer.warm_start import sft_config
+    from trainer.warm_start.runner import sft_config
 
     cfg = compose_config(
         [

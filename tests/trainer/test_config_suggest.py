@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
-from trainer.config_suggest import check_override_keys, close_keys, config_keys, unknown_key_message
+from trainer.checks.config_suggest import check_override_keys, close_keys, config_keys, unknown_key_message
 
 CFG = OmegaConf.create(
     {

@@ -47,8 +47,8 @@ def test_plugin_loads_through_verls_hook_in_a_fresh_process():
 
 @pytest.fixture(scope="module")
 def server():
-    from trainer.cpu.hf_rollout import HFRolloutServer
     from turngym.engines.embedded_model import build_embedded_model
+    from turngym.engines.hf_rollout import HFRolloutServer
 
     path = str(build_embedded_model())
     config = SimpleNamespace(prompt_length=256, response_length=16, max_model_len=None)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from small_run_args import SMALL_RUN
 
-from trainer.curriculum import LEVELS, STATE_FILE, Curriculum, CurriculumConfig, unit_draw
-from trainer.curriculum_rows import curriculum_env_ids, level_opening_rows
+from trainer.hooks.curriculum.rows import curriculum_env_ids, level_opening_rows
+from trainer.hooks.curriculum.schedule import LEVELS, STATE_FILE, Curriculum, CurriculumConfig, unit_draw
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = SMALL_RUN  # small enough for CI on CPU
@@ -183,7 +183,7 @@ def test_envs_with_three_levels_are_the_curriculum_envs():
 
 
 def test_level_openings_cover_the_other_levels():
-    from trainer.datasets import episode_rows
+    from trainer.data.datasets import episode_rows
 
     rows = episode_rows([{"id": "maze-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}}], 2, 0, "train")
     out = level_opening_rows(rows, ["maze-v0"])

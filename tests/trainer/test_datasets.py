@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from trainer.datasets import AGENT_NAME, assign_envs, write_datasets
+from trainer.data.datasets import AGENT_NAME, assign_envs, write_datasets
 
 MIX = [
     {"id": "guess-number-v0", "weight": 3.0, "kwargs": {"difficulty": "easy"}},
@@ -73,7 +73,7 @@ def test_validation_rows_seed_their_sampling_and_training_rows_do_not(tmp_path):
 
 def test_validation_episodes_are_built_as_episode_rows_and_written_once(tmp_path):
     from rollout.episode_row import EpisodeRow
-    from trainer.datasets import for_validation, mixture_episodes
+    from trainer.data.datasets import for_validation, mixture_episodes
 
     episodes = for_validation(mixture_episodes(MIX, 4, 1000, "val"), greedy=True)
     assert [e.sampling_seed for e in episodes] == [e.seed for e in episodes]

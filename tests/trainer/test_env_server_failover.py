@@ -147,8 +147,8 @@ def test_no_live_env_server_stops_the_run_before_ray_in_one_line(run_trainer, tm
 def test_a_down_env_server_is_one_warning_line_and_bad_entries_refused(capsys):
     from omegaconf import OmegaConf
 
-    from trainer.config_error import ConfigError
-    from trainer.env_server_check import check_env_servers
+    from trainer.checks.config_error import ConfigError
+    from trainer.checks.env_server_check import check_env_servers
 
     url, proc = spawn_server(["-m", "envs", "serve"])
     dead = f"http://127.0.0.1:{free_port()}"

@@ -7,7 +7,7 @@ import threading
 
 from rollout.episode_result import EpisodeResult
 from rollout.failure_trace import FAILURE_FILE_ENV, describe_exception, record_first_failure
-from trainer.episode_failures import (
+from trainer.hooks.episode_failures import (
     EPISODES_METRIC,
     FAILED_METRIC,
     AllEpisodesFailed,

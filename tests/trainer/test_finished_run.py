@@ -24,8 +24,8 @@ def test_finished_run_is_reported_not_repeated(tmp_path, capsys, run_trainer):
 def test_another_algorithm_in_a_finished_runs_folder_is_refused_before_anything_changes(
     tmp_path, capsys, run_trainer
 ):
+    from trainer.checks.run_checks import write_run_record
     from trainer.compose import compose_config
-    from trainer.run_checks import write_run_record
 
     common = [
         "env.id=guess-number-v0",

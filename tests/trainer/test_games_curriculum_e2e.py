@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from small_run_args import SMALL_RUN
 
-from trainer.adaptive_mixture import STATE_FILE as MIXTURE_FILE
-from trainer.adaptive_mixture import AdaptiveMixture, MixtureConfig
-from trainer.pass_rate_curriculum import STATE_FILE as CURRICULUM_FILE
+from trainer.hooks.curriculum.pass_rate import STATE_FILE as CURRICULUM_FILE
+from trainer.hooks.mixture.adaptive import STATE_FILE as MIXTURE_FILE
+from trainer.hooks.mixture.adaptive import AdaptiveMixture, MixtureConfig
 
 REPO = Path(__file__).resolve().parents[2]
 GAMES = ("guess-number-v0", "maze-v0", "tic-tac-toe-v0", "wordle-v0")

@@ -1,4 +1,4 @@
-"""Training health (trainer/health.py, health_guard.py, health_halt.py): each pathology injected into a
+"""Training health (trainer/hooks/health/metrics.py, guards.py, halt.py): each pathology injected into a
 step's real metric inputs (the rollout's extra_fields, scores, uids, verl's step metrics) gives its
 health metric, its one warning line or its halt."""
 
@@ -9,11 +9,11 @@ import math
 import pytest
 
 from rollout.episode_result import EpisodeHealth, EpisodeResult
-from trainer.config_error import ConfigError
-from trainer.health import step_health
-from trainer.health_guard import GUARDS, HealthGuard
-from trainer.health_halt import HALT_EXIT_CODE, HealthHalt, clear_halt, halt_exit_code, write_halt
-from trainer.progress import progress_line
+from trainer.checks.config_error import ConfigError
+from trainer.hooks.health.guards import GUARDS, HealthGuard
+from trainer.hooks.health.halt import HALT_EXIT_CODE, HealthHalt, clear_halt, halt_exit_code, write_halt
+from trainer.hooks.health.metrics import step_health
+from trainer.report.progress import progress_line
 
 
 def _episode(turns=3, format_errors=0, tool_env=False, valid_tool_turns=0, termination="terminated"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from small_run_args import QUIET, SMALL_RUN
 
-from trainer.health_halt import HALT_EXIT_CODE
+from trainer.hooks.health.halt import HALT_EXIT_CODE
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = SMALL_RUN + QUIET

@@ -1,7 +1,7 @@
 """The table a run ends with: first and last validation per env beside the random player and the expert."""
 
-from trainer.datasets import write_datasets
-from trainer.learning_table import baseline_success, learning_table, validation_episodes
+from trainer.data.datasets import write_datasets
+from trainer.report.learning_table import baseline_success, learning_table, validation_episodes
 
 ENTRIES = [
     {"id": "guess-number-v0", "weight": 0.5, "kwargs": {"difficulty": "easy"}},

@@ -1,12 +1,12 @@
-"""The table of numeric keys (trainer/number_checks.py) names keys that exist, and the defaults pass it."""
+"""The table of numeric keys (trainer/checks/number_checks.py) names keys that exist, and the defaults pass it."""
 
 from __future__ import annotations
 
 import pytest
 from omegaconf import OmegaConf
 
+from trainer.checks.number_checks import RANGES, Bound, check_numbers
 from trainer.compose import compose_config
-from trainer.number_checks import RANGES, Bound, check_numbers
 
 
 @pytest.mark.parametrize("algorithm", ["grpo", "ppo"])

@@ -45,8 +45,8 @@ def tokenizer(model_path):
 
 
 def _both_sides(model_path, tokenizer, concurrency: int, sampling_params: dict):
-    from trainer.cpu.hf_rollout import HFRolloutServer
     from turngym.engines.hf_engine import HFEngine
+    from turngym.engines.hf_rollout import HFRolloutServer
 
     config = SimpleNamespace(prompt_length=512, response_length=96, max_model_len=None, seed=SEED)
     server = HFRolloutServer(config, {"path": model_path})

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from trainer.compose import compose_config, env_entries
-from trainer.curriculum import CurriculumConfig
-from trainer.curriculum_rows import env_ladders, ladder_opening_rows
-from trainer.pass_rate_curriculum import STATE_FILE, PassRateConfig, PassRateCurriculum
+from trainer.hooks.curriculum.pass_rate import STATE_FILE, PassRateConfig, PassRateCurriculum
+from trainer.hooks.curriculum.rows import env_ladders, ladder_opening_rows
+from trainer.hooks.curriculum.schedule import CurriculumConfig
 
 LADDERS = {
     "maze-v0": [{"size": 2}, {"size": 3}, {"size": 4}, {"size": 5}, {}],

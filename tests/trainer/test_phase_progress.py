@@ -16,14 +16,14 @@ from pathlib import Path
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-from trainer.phase_progress import (
+from trainer.hooks.phase_progress import (
     PHASE_OVERRIDES,
     PhaseProgressTrainerMixin,
     episode_counts,
     phase,
     watch_episodes,
 )
-from trainer.progress import live_key
+from trainer.report.progress import live_key
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def test_the_buffer_fields_and_trainer_methods_used_are_verls():
 
 
 def test_episodes_finished_out_of_the_batch_are_shown_as_they_finish(monkeypatch):
-    import trainer.phase_progress as phase_progress
+    import trainer.hooks.phase_progress as phase_progress
 
     monkeypatch.setattr(phase_progress, "EPISODES_EVERY_S", 0.0)
     buffer, shown = Snapshot(), []
@@ -80,7 +80,7 @@ def test_episodes_finished_out_of_the_batch_are_shown_as_they_finish(monkeypatch
 
 
 def test_the_first_and_the_last_count_are_always_shown(monkeypatch):
-    import trainer.phase_progress as phase_progress
+    import trainer.hooks.phase_progress as phase_progress
 
     monkeypatch.setattr(phase_progress, "EPISODES_EVERY_S", 3600.0)
     buffer, shown = Snapshot(), []
@@ -124,7 +124,7 @@ def test_a_terminal_shows_one_line_per_phase_rewritten_in_place(tmp_path):
     log = tmp_path / "train.log"
     code = textwrap.dedent(
         f"""
-        from trainer.progress import ConsoleFilter
+        from trainer.report.progress import ConsoleFilter
         with ConsoleFilter({str(log)!r}):
             for i in range(3):
                 print(f"[turngym] ~ step 1/2 episodes: {{i}}/2 finished, {{i}} s", flush=True)
@@ -149,7 +149,7 @@ def test_a_terminal_shows_one_line_per_phase_rewritten_in_place(tmp_path):
 def test_the_warm_start_is_a_bar_not_a_line_per_step(tmp_path):
     code = textwrap.dedent(
         """
-        from trainer.warm_start import LossBar
+        from trainer.warm_start.runner import LossBar
         bar = LossBar(192, mininterval=3600)
         for step in range(1, 193):
             bar(step, 192, 2.0 / step)

@@ -1,4 +1,4 @@
-"""Positive GRPO (trainer/positive_grpo.py) on hand-made batches with known answers, through verl's own
+"""Positive GRPO (trainer/estimators/positive_grpo.py) on hand-made batches with known answers, through verl's own
 registry and `compute_advantage`, and its config check."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
 from trainer.compose import ConfigError, compose_config
-from trainer.positive_grpo import POSITIVE_GRPO, scale_negative_advantages
+from trainer.estimators.positive_grpo import POSITIVE_GRPO, scale_negative_advantages
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,9 +110,9 @@ def test_the_group_selects_the_estimator():
 @pytest.mark.parametrize(
     ("name", "module"),
     [
-        (POSITIVE_GRPO, "trainer.positive_grpo"),
-        ("turn_grpo", "trainer.turn_credit"),
-        ("turn_gigpo", "trainer.turn_credit"),
+        (POSITIVE_GRPO, "trainer.estimators.positive_grpo"),
+        ("turn_grpo", "trainer.estimators.turn_credit"),
+        ("turn_gigpo", "trainer.estimators.turn_credit"),
     ],
 )
 def test_the_task_runner_registers_turngyms_estimators(name, module):
@@ -128,4 +128,4 @@ def test_the_task_runner_registers_turngyms_estimators(name, module):
 
 
 def test_registered_under_its_name():
-    assert get_adv_estimator_fn(POSITIVE_GRPO).__module__ == "trainer.positive_grpo"
+    assert get_adv_estimator_fn(POSITIVE_GRPO).__module__ == "trainer.estimators.positive_grpo"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.plot import plot_reward_curve
-from trainer.progress import (
+from trainer.report.plot import plot_reward_curve
+from trainer.report.progress import (
     MetricsLog,
     episode_successes,
     episode_turns,
@@ -89,7 +89,7 @@ def _filtered_run(tmp_path, verbose: bool) -> tuple[str, str]:
     code = textwrap.dedent(
         f"""
         import os, subprocess, sys
-        from trainer.progress import ConsoleFilter
+        from trainer.report.progress import ConsoleFilter
         with ConsoleFilter({str(log)!r}, verbose={verbose}):
             print("[turngym] starting")
             print("\\x1b[36m(TurngymTaskRunner pid=7)\\x1b[0m step:1 - " + "x:1.0 - " * 500)

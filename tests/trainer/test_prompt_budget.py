@@ -12,9 +12,9 @@ from rollout.episode import EpisodeConfig, run_episode
 from rollout.episode_row import EpisodeRow
 from rollout.opening_prompt import opening_prompt
 from rollout.scripted_engine import ScriptedEngine
+from trainer.checks.prompt_budget import check_prompt_budget, fitted_prompt_length, row_opening_prompt
 from trainer.compose import ConfigError
-from trainer.datasets import rows_for_episodes, write_datasets
-from trainer.prompt_budget import check_prompt_budget, fitted_prompt_length, row_opening_prompt
+from trainer.data.datasets import rows_for_episodes, write_datasets
 from turngym.engines.embedded_model import build_embedded_model
 
 MIX = [

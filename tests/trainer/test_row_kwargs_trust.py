@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from trainer.compose import ConfigError
-from trainer.user_rows import read_episodes
+from trainer.data.user_rows import read_episodes
 
 
 @pytest.mark.parametrize(
@@ -49,10 +49,10 @@ def test_rows_with_game_options_are_read(tmp_path):
 def test_the_operators_env_kwargs_apply_to_every_own_row_over_the_rows_own(tmp_path):
     # The rows may not name operator settings, but the person running the trainer may: env.kwargs reaches
     # every row (here a stricter turn limit), and wins over what a row chose.
+    from trainer.checks.run_checks import apply_run_name
     from trainer.compose import compose_config
+    from trainer.data.run_data import discard
     from trainer.run import stage_run
-    from trainer.run_checks import apply_run_name
-    from trainer.run_data import discard
 
     rows = tmp_path / "rows.parquet"
     pd.DataFrame(

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from trainer.compose import ConfigError
-from trainer.user_rows import MAX_SEED, read_episodes
+from trainer.data.user_rows import MAX_SEED, read_episodes
 
 
 def _rows(tmp_path, seed, kwargs="{}"):

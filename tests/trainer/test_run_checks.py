@@ -6,8 +6,14 @@ import json
 
 import pytest
 
+from trainer.checks.run_checks import (
+    RUN_RECORD,
+    check_model_dir,
+    check_run,
+    check_run_folder,
+    write_run_record,
+)
 from trainer.compose import ConfigError, compose_config
-from trainer.run_checks import RUN_RECORD, check_model_dir, check_run, check_run_folder, write_run_record
 
 BASE = ["env.id=guess-number-v0", "trainer.device=cpu", "env.train_episodes=4", "env.val_episodes=2"]
 

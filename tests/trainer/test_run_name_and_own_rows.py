@@ -9,8 +9,8 @@ import os
 import pandas as pd
 import pytest
 
+from trainer.checks.run_checks import RUN_RECORD, apply_run_name, check_run, write_run_record
 from trainer.compose import ConfigError, compose_config
-from trainer.run_checks import RUN_RECORD, apply_run_name, check_run, write_run_record
 
 BASE = ["env.id=guess-number-v0", "trainer.device=cpu", "env.train_episodes=4", "env.val_episodes=2"]
 
@@ -97,7 +97,7 @@ def test_the_refusal_names_run_name_and_following_it_starts_a_fresh_run(
 
 
 def test_a_bad_argument_leaves_an_existing_runs_files_byte_identical(tmp_path, capsys, run_trainer):
-    from trainer.datasets import write_datasets
+    from trainer.data.datasets import write_datasets
 
     entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "hard"}}]
     write_datasets(entries, tmp_path / "data" / "train.parquet", tmp_path / "data" / "val.parquet", 4, 2)
@@ -178,9 +178,9 @@ def test_own_rows_are_expanded_into_the_run_and_the_users_file_is_never_written(
 
 
 def test_rows_in_turngyms_own_layout_are_accepted_and_val_can_stay_generated(tmp_path):
-    from trainer.datasets import write_datasets
+    from trainer.data.datasets import write_datasets
+    from trainer.data.run_data import discard
     from trainer.run import stage_run
-    from trainer.run_data import discard
 
     entries = [{"id": "wordle-v0", "weight": 1.0, "kwargs": {}}]
     earlier, _ = write_datasets(

@@ -2,7 +2,7 @@
 
 from tensordict import NonTensorData, NonTensorStack
 
-from trainer.sample_objects import sample_objects
+from trainer.data.sample_objects import sample_objects
 
 
 class _PlainList(list):

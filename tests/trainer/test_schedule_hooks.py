@@ -8,10 +8,10 @@ import pytest
 
 from rollout.agent_loop import episode_spec
 from trainer.compose import compose_config, env_entries
-from trainer.curriculum_hook import CurriculumTrainerMixin
-from trainer.datasets import mixture_episodes
-from trainer.mixture_hook import MixtureTrainerMixin
-from trainer.step_outcomes import LEVEL_COLUMN
+from trainer.data.datasets import mixture_episodes
+from trainer.data.step_outcomes import LEVEL_COLUMN
+from trainer.hooks.curriculum.hook import CurriculumTrainerMixin
+from trainer.hooks.mixture.hook import MixtureTrainerMixin
 
 
 class DataloaderOnly:

@@ -17,7 +17,7 @@ from small_run_args import QUIET, SMALL_RUN
 
 from rollout import view
 from rollout.trajectory import Trajectory
-from trainer.step_dump import dump_path, episode_record
+from trainer.hooks.step_dump import dump_path, episode_record
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -148,7 +148,7 @@ def test_killed_run_resumes_without_losing_or_repeating_steps(tmp_path):
     assert f"resuming after step {killed_at}" in second.stdout + second.stderr
     assert _train_steps(out / "metrics.jsonl") == [1, 2, 3, 4]
     assert ckpt.read_text().strip() == "4"
-    # Only the latest checkpoint keeps the optimizer state (trainer/checkpoint_pruning.py); the resume
+    # Only the latest checkpoint keeps the optimizer state (trainer/run_folder/checkpoint_pruning.py); the resume
     # above read it from the checkpoint that was latest when the first run was killed.
     latest, older = out / "checkpoints" / "global_step_4", out / "checkpoints" / "global_step_3"
     assert (latest / "actor" / "optim_world_size_1_rank_0.pt").is_file()

@@ -1,4 +1,4 @@
-"""Turn-level credit (trainer/turn_credit.py) on hand-made batches with known answers, through verl's
+"""Turn-level credit (trainer/estimators/turn_credit.py) on hand-made batches with known answers, through verl's
 own registry and `compute_advantage`, and the rollout's per-turn `rm_scores`."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
-from trainer.turn_credit import (
+from trainer.estimators.turn_credit import (
     TURN_GIGPO,
     TURN_GRPO,
     compute_turn_gigpo_advantage,
@@ -148,7 +148,7 @@ def test_env_tool_and_padding_tokens_get_zero():
 
 
 def test_placeholder_rows_flagged_failed_are_left_out_of_the_group():
-    from trainer.valid_groups import known_failures
+    from trainer.estimators.valid_groups import known_failures
 
     rows = [([1, 1], {1: 1.0}), ([1, 1, 1], {2: 0.0}), ([0, 0], {1: 0.0})]
     rewards, mask = _batch(rows)
@@ -329,7 +329,7 @@ def test_the_rollouts_turn_spans_give_the_numbers_the_mask_runs_give():
     """Under turngym's trainer the estimators read the rollout's TurnSpans (`rollout_turns`); on rows
     the agent loop writes they number the turns as the mask's runs do, so the advantages are equal."""
     from rollout.agent_loop import trajectory_to_output
-    from trainer.turn_credit import _TURN_ANCHORS, _TURN_SPANS, rollout_turns
+    from trainer.estimators.turn_credit import _TURN_ANCHORS, _TURN_SPANS, rollout_turns
 
     outputs = [
         trajectory_to_output(_trajectory(), _Tokenizer(), None),

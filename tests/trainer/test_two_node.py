@@ -295,8 +295,8 @@ def test_worker_env_and_cluster_address_reach_ray_init(monkeypatch):
     the driver's) and, when joining, the address without the platform's own CPU/GPU counts."""
     from omegaconf import OmegaConf
 
+    from trainer.cluster.ray_cluster import join_existing_cluster
     from trainer.compose import compose_config
-    from trainer.ray_cluster import join_existing_cluster
     from trainer.run import put_worker_env
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)

@@ -1,4 +1,4 @@
-"""Failures bias nothing (trainer/valid_groups.py): a failed episode's placeholder and a non-finite
+"""Failures bias nothing (trainer/estimators/valid_groups.py): a failed episode's placeholder and a non-finite
 return are left out of their GRPO group's statistics for grpo, turn_grpo, turn_gigpo and positive_grpo;
 a group with fewer than two valid members gets advantage 0; the counts reach the metrics. Run through
 verl's own `compute_advantage`, as the trainer calls it."""
@@ -16,9 +16,9 @@ from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
 from rollout.episode_result import EpisodeResult
-from trainer.positive_grpo import POSITIVE_GRPO
-from trainer.turn_credit import _TURN_ANCHORS, TURN_GIGPO, TURN_GRPO
-from trainer.valid_groups import (
+from trainer.estimators.positive_grpo import POSITIVE_GRPO
+from trainer.estimators.turn_credit import _TURN_ANCHORS, TURN_GIGPO, TURN_GRPO
+from trainer.estimators.valid_groups import (
     ESTIMATOR_FOR,
     FAILED_LEFT_OUT,
     GROUPS,
@@ -159,7 +159,7 @@ def test_the_trainer_hands_the_rows_failure_flags_to_verls_call_and_runs_grpo_as
     from tensordict import NonTensorData, NonTensorStack
     from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 
-    from trainer.valid_groups import ValidGroupsTrainerMixin
+    from trainer.estimators.valid_groups import ValidGroupsTrainerMixin
 
     data = _data(SCORES, UIDS, FAILED)
 

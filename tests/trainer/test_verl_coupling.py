@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.verl_version import SUPPORTED_VERL, verl_version_problem
+from trainer.checks.verl_version import SUPPORTED_VERL, verl_version_problem
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,10 +22,10 @@ def test_the_package_pins_the_supported_verl(extra):
 
 
 def test_run_refuses_another_verl_before_anything_is_written(monkeypatch, tmp_path, capsys):
-    import trainer.verl_version
+    import trainer.checks.verl_version
     from trainer.run import main
 
-    monkeypatch.setattr(trainer.verl_version, "installed_verl_version", lambda: "0.9.2")
+    monkeypatch.setattr(trainer.checks.verl_version, "installed_verl_version", lambda: "0.9.2")
     out = tmp_path / "run"
     assert main(["env=text-game", f"turngym.output_dir={out}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -34,9 +34,9 @@ def test_run_refuses_another_verl_before_anything_is_written(monkeypatch, tmp_pa
 
 
 def test_missing_verl_is_one_clear_line(monkeypatch):
-    import trainer.verl_version
+    import trainer.checks.verl_version
 
-    monkeypatch.setattr(trainer.verl_version, "installed_verl_version", lambda: None)
+    monkeypatch.setattr(trainer.checks.verl_version, "installed_verl_version", lambda: None)
     assert "verl is not installed" in verl_version_problem()
 
 
@@ -135,7 +135,7 @@ def test_episode_metrics_from_real_batch_fields(monkeypatch):
     import transfer_queue
     from tensordict import NonTensorData, NonTensorStack
 
-    from trainer.progress import SUCCESS_KEY, TURNS_KEY
+    from trainer.report.progress import SUCCESS_KEY, TURNS_KEY
     from trainer.task_runner import TurngymTrainer
 
     class Trainer:

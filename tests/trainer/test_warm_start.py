@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trainer.compose import compose_config, env_entries
-from trainer.expert_demos import expert_episode, write_demonstrations
+from trainer.warm_start.expert_demos import expert_episode, write_demonstrations
 from turngym.engines.embedded_model import build_embedded_model
 
 GROUPS = ["text-game", "tool-use", "math-tutor", "code-sandbox"]
@@ -27,7 +27,7 @@ SMALL = {
 def _sft_dataset(demos: Path, tokenizer):
     from omegaconf import OmegaConf
 
-    from trainer.expert_sft_dataset import ExpertSFTDataset
+    from trainer.warm_start.expert_sft_dataset import ExpertSFTDataset
 
     config = OmegaConf.create({"pad_mode": "no_padding", "max_length": 8192, "truncation": "error"})
     return ExpertSFTDataset(str(demos), tokenizer, config)
@@ -65,7 +65,7 @@ def test_warm_start_runs_verls_sft_trainer_and_keeps_the_base_tokenizer(tmp_path
     import torch
     from safetensors.torch import load_file
 
-    from trainer.warm_start import warm_start
+    from trainer.warm_start.runner import warm_start
 
     base = build_embedded_model()
     entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}}]
@@ -88,7 +88,7 @@ def test_warm_start_runs_verls_sft_trainer_and_keeps_the_base_tokenizer(tmp_path
 
 @pytest.mark.slow
 def test_a_failing_sft_run_reports_verls_error_and_leaves_no_model(tmp_path):
-    from trainer.warm_start import WarmStartError, finished_warm_start, warm_start
+    from trainer.warm_start.runner import WarmStartError, finished_warm_start, warm_start
 
     entries = [{"id": "wordle-v0", "weight": 1.0, "kwargs": {}}]
     with pytest.raises(WarmStartError) as info:
@@ -110,7 +110,7 @@ def test_the_torch_engine_learns_the_expert_replies_and_keeps_the_base_tokenizer
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.warm_start import finished_warm_start, warm_start
+    from trainer.warm_start.runner import finished_warm_start, warm_start
 
     base = build_embedded_model()
     entries = [
@@ -135,8 +135,8 @@ def test_the_torch_engine_learns_the_expert_replies_and_keeps_the_base_tokenizer
 
 
 def test_warm_start_engine_is_checked_before_any_work():
+    from trainer.checks.config_error import ConfigError
     from trainer.compose import compose_config
-    from trainer.config_error import ConfigError
 
     assert compose_config(["env=text-game", "trainer.device=cpu"]).turngym.warm_start.engine == "auto"
     with pytest.raises(ConfigError, match="choose one of auto, verl, torch"):
@@ -155,7 +155,7 @@ def test_warm_start_engine_is_checked_before_any_work():
 def test_losses_come_from_verls_file_logger_whole_lines_only(tmp_path):
     import json
 
-    from trainer.warm_start import _logged_losses
+    from trainer.warm_start.runner import _logged_losses
 
     path = tmp_path / "sft_metrics.jsonl"
     assert _logged_losses(path, 0) == ([], 0)  # verl has not opened it yet
@@ -170,7 +170,7 @@ def test_losses_come_from_verls_file_logger_whole_lines_only(tmp_path):
 
 
 def test_the_verl_engine_always_logs_to_the_file_the_losses_come_from():
-    from trainer.warm_start import sft_config
+    from trainer.warm_start.runner import sft_config
 
     args = ("model", Path("d.parquet"), Path("w"), "cpu", 1, 1e-3, 4, 0, 64)
     assert list(sft_config(*args).trainer.logger) == ["console", "file"]
@@ -199,7 +199,7 @@ def test_noise_needs_an_env_with_random_action(tmp_path):
     with pytest.raises(NotImplementedError, match="expert_noise=0"):
         expert_episode("math-tutor-v0", {}, 10_000, noise=0.999)
     with pytest.raises(ValueError, match="expert_noise must be in"):
-        from trainer.warm_start import warm_start
+        from trainer.warm_start.runner import warm_start
 
         entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {}}]
         warm_start(build_embedded_model(), tmp_path, entries, **SMALL, expert_noise=1.0)
@@ -211,7 +211,7 @@ def test_expert_share_mixes_in_a_weaker_players_whole_episodes(other, tmp_path):
     """expert_share picks exactly that share of episodes for the expert; other_player plays the rest."""
     import pandas as pd
 
-    from trainer.expert_demos import TALK_REPLY, TALK_TURNS
+    from trainer.warm_start.expert_demos import TALK_REPLY, TALK_TURNS
 
     entries = [
         {"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy", "action_tool": False}}
@@ -248,7 +248,7 @@ def test_expert_share_mixes_in_a_weaker_players_whole_episodes(other, tmp_path):
     ],
 )
 def test_bad_demonstrator_mixtures_fail_before_any_work(setting, match, tmp_path):
-    from trainer.warm_start import warm_start
+    from trainer.warm_start.runner import warm_start
 
     entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {}}]
     with pytest.raises(ValueError, match=match):

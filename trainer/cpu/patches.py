@@ -65,14 +65,14 @@ def sdpa_attention_for_value_model(model_utils: ModuleType) -> None:
 
 def hf_rollout_adapter(rollout_base: ModuleType) -> None:
     """verl/workers/rollout/base.py ~89: the adapter registry knows only vllm, sglang, trtllm."""
-    rollout_base._ROLLOUT_REGISTRY[(HF_ROLLOUT_NAME, "async")] = "trainer.cpu.hf_rollout.HFServerAdapter"
+    rollout_base._ROLLOUT_REGISTRY[(HF_ROLLOUT_NAME, "async")] = "turngym.engines.hf_rollout.HFServerAdapter"
 
 
 def hf_rollout_replica(replica: ModuleType) -> None:
     """verl/workers/rollout/replica.py ~388: the replica registry knows only vllm, sglang, trtllm."""
 
     def load_hf_replica():
-        from trainer.cpu.hf_rollout import HFReplica
+        from turngym.engines.hf_rollout import HFReplica
 
         return HFReplica
 

@@ -1,6 +1,6 @@
 """What a number that enters from outside may be: a whole number or any number, finite, between two bounds.
 
-One type for every table of bounds: the trainer's command-line keys (``trainer/number_checks.py``), the
+One type for every table of bounds: the trainer's command-line keys (``trainer/checks/number_checks.py``), the
 env constructors' numbers (``envs/core/number_bounds.py``) and the model server's sampling parameters
 (``turngym/engines/engine.py``). A bound says what it accepts in words, so every refusal is one line that names
 the key, the value and what to give instead.

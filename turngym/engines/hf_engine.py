@@ -1,7 +1,7 @@
 """HFEngine: an in-process transformers model that batches concurrent `generate` calls.
 
 It is turngym's one sampler on CPU: `rollout.eval`/`rollout.collect` use it directly and the
-trainer's `hf` rollout server (`trainer/cpu/hf_rollout.py`) is a Ray actor around it.
+trainer's `hf` rollout server (`turngym/engines/hf_rollout.py`) is a Ray actor around it.
 
 Continuous batching without timers: one worker thread runs forward pass after forward pass while
 any row decodes, with a KV cache; requests (and weight loads) that queued during a forward are

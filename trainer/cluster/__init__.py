@@ -1,0 +1,1 @@
+"""The Ray cluster a run joins, and where each of its processes ran."""

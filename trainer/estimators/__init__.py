@@ -1,0 +1,1 @@
+"""Advantage estimators, one per module, registered in verl's estimator registry."""

@@ -1,0 +1,1 @@
+"""Training health: per-step metrics, the guards on them, the halt, and the hook into verl's trainer."""

@@ -1,0 +1,1 @@
+"""The adaptive mixture of envs and its hook into verl's trainer."""

@@ -1,0 +1,1 @@
+"""A run folder: its files, its lock, its checkpoints."""

@@ -1,0 +1,1 @@
+"""Warm start: supervised fine-tuning on the envs' scripted experts before RL."""
