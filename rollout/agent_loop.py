@@ -115,7 +115,7 @@ class TurnRewardOutput(AgentLoopOutput):
     """An AgentLoopOutput whose `rm_scores` hold each turn's reward on that turn's last generated token.
 
     verl's `as_dict` (read by the v1 trainer's agent loop worker) puts all of `reward_score` on the
-    last response token; turn-level estimators (trainer/estimators/turn_credit.py) need the per-turn placement.
+    last response token; turn-level estimators (trainer/estimators/turn_grpo.py, turn_gigpo.py) need the per-turn placement.
     Row sums, which GRPO and every reward metric read, do not change.
     """
 
@@ -142,7 +142,7 @@ def turn_anchors(traj: Any) -> list[str]:
     """Per turn, a digest of every token before it (prompt + response so far): the state it acted in.
 
     Within a GRPO group (same env and seed) equal digests mean equal histories, so the same state;
-    GiGPO-style estimators (trainer/estimators/turn_credit.py) group turns by it.
+    GiGPO-style estimators (trainer/estimators/turn_gigpo.py) group turns by it.
     """
     import hashlib
 

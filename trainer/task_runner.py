@@ -26,13 +26,10 @@ from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-import trainer.estimators.positive_grpo  # noqa: F401 - registers positive_grpo in verl
 from trainer.data.batch_field import batch_field
 from trainer.data.sample_objects import sample_objects
-from trainer.estimators.turn_credit import (
-    TurnAnchorsTrainerMixin,  # also registers turngym's estimators in verl
-)
-from trainer.estimators.valid_groups import ValidGroupsTrainerMixin
+from trainer.estimators.registry import register_estimators
+from trainer.hooks.advantage_inputs import AdvantageInputsTrainerMixin
 from trainer.hooks.curriculum.hook import CurriculumTrainerMixin
 from trainer.hooks.episode_failures import (
     EPISODES_METRIC,
@@ -62,8 +59,7 @@ class TurngymTrainer(
     EpisodeFailuresTrainerMixin,
     HealthTrainerMixin,
     PhaseProgressTrainerMixin,
-    ValidGroupsTrainerMixin,
-    TurnAnchorsTrainerMixin,
+    AdvantageInputsTrainerMixin,
     CurriculumTrainerMixin,
     MixtureTrainerMixin,
     StepDumpTrainerMixin,
@@ -73,6 +69,8 @@ class TurngymTrainer(
     adaptive mixture (the mixture picks a row's env before the curriculum picks its level)."""
 
     def __init__(self, config: DictConfig) -> None:
+        # verl computes advantages in this process: turngym's estimators go into its registry here.
+        register_estimators()
         super().__init__(config=config)
         self.metrics_log = MetricsLog(config.turngym.metrics_file)
         self.success_threshold = float(config.turngym.success_threshold)

@@ -17,6 +17,9 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 
 from trainer.compose import ConfigError, compose_config
 from trainer.estimators.positive_grpo import POSITIVE_GRPO, scale_negative_advantages
+from trainer.estimators.registry import register_estimators
+
+register_estimators()  # as turngym's trainer does when it is built
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,15 +114,18 @@ def test_the_group_selects_the_estimator():
     ("name", "module"),
     [
         (POSITIVE_GRPO, "trainer.estimators.positive_grpo"),
-        ("turn_grpo", "trainer.estimators.turn_credit"),
-        ("turn_gigpo", "trainer.estimators.turn_credit"),
+        ("turn_grpo", "trainer.estimators.turn_grpo"),
+        ("turn_gigpo", "trainer.estimators.turn_gigpo"),
     ],
 )
-def test_the_task_runner_registers_turngyms_estimators(name, module):
+def test_one_call_registers_turngyms_estimators_and_importing_registers_none(name, module):
     # A fresh interpreter: this test module already imported the estimators itself.
     code = (
         "import trainer.task_runner\n"
-        "from verl.trainer.ppo.core_algos import get_adv_estimator_fn\n"
+        "from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, get_adv_estimator_fn\n"
+        f"assert {name!r} not in ADV_ESTIMATOR_REGISTRY, 'registered on import'\n"
+        "from trainer.estimators.registry import register_estimators\n"
+        "register_estimators(); register_estimators()\n"
         f"print(get_adv_estimator_fn({name!r}).__module__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)

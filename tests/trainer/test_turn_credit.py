@@ -1,4 +1,4 @@
-"""Turn-level credit (trainer/estimators/turn_credit.py) on hand-made batches with known answers, through verl's
+"""Turn-level credit (trainer/estimators/turn_grpo.py, turn_gigpo.py, turns.py) on hand-made batches with known answers, through verl's
 own registry and `compute_advantage`, and the rollout's per-turn `rm_scores`."""
 
 from __future__ import annotations
@@ -13,16 +13,17 @@ from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
-from trainer.estimators.turn_credit import (
+from trainer.estimators.registry import register_estimators
+from trainer.estimators.turn_gigpo import (
     TURN_GIGPO,
-    TURN_GRPO,
     compute_turn_gigpo_advantage,
-    compute_turn_grpo_advantage,
     step_group_stats,
     step_groups,
-    turn_index,
-    turn_rewards,
 )
+from trainer.estimators.turn_grpo import TURN_GRPO, compute_turn_grpo_advantage
+from trainer.estimators.turns import turn_index, turn_rewards
+
+register_estimators()  # as turngym's trainer does when it is built
 
 
 def _batch(rows: list[tuple[list[int], dict[int, float]]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -329,7 +330,7 @@ def test_the_rollouts_turn_spans_give_the_numbers_the_mask_runs_give():
     """Under turngym's trainer the estimators read the rollout's TurnSpans (`rollout_turns`); on rows
     the agent loop writes they number the turns as the mask's runs do, so the advantages are equal."""
     from rollout.agent_loop import trajectory_to_output
-    from trainer.estimators.turn_credit import _TURN_ANCHORS, _TURN_SPANS, rollout_turns
+    from trainer.estimators.turns import _TURN_ANCHORS, _TURN_SPANS, rollout_turns
 
     outputs = [
         trajectory_to_output(_trajectory(), _Tokenizer(), None),

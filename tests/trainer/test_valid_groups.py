@@ -16,19 +16,22 @@ from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
 from rollout.episode_result import EpisodeResult
+from trainer.estimators.grpo_valid import ESTIMATOR_FOR, VALID_GRPO, compute_valid_grpo_advantage
 from trainer.estimators.positive_grpo import POSITIVE_GRPO
-from trainer.estimators.turn_credit import _TURN_ANCHORS, TURN_GIGPO, TURN_GRPO
+from trainer.estimators.registry import register_estimators
+from trainer.estimators.turn_gigpo import TURN_GIGPO
+from trainer.estimators.turn_grpo import TURN_GRPO
+from trainer.estimators.turns import _TURN_ANCHORS
 from trainer.estimators.valid_groups import (
-    ESTIMATOR_FOR,
     FAILED_LEFT_OUT,
     GROUPS,
     NONFINITE_LEFT_OUT,
     UNDER_TWO_VALID,
-    VALID_GRPO,
-    compute_valid_grpo_advantage,
     failed_flags,
     known_failures,
 )
+
+register_estimators()  # as turngym's trainer does when it is built
 
 # The four group-relative estimators of turngym's algorithm groups (grpo runs as grpo_valid).
 ESTIMATORS = [ESTIMATOR_FOR["grpo"], TURN_GRPO, TURN_GIGPO, POSITIVE_GRPO]
@@ -159,7 +162,7 @@ def test_the_trainer_hands_the_rows_failure_flags_to_verls_call_and_runs_grpo_as
     from tensordict import NonTensorData, NonTensorStack
     from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 
-    from trainer.estimators.valid_groups import ValidGroupsTrainerMixin
+    from trainer.hooks.advantage_inputs import AdvantageInputsTrainerMixin
 
     data = _data(SCORES, UIDS, FAILED)
 
@@ -174,7 +177,7 @@ def test_the_trainer_hands_the_rows_failure_flags_to_verls_call_and_runs_grpo_as
             self.seen = (str(algorithm.adv_estimator), out.batch["advantages"])
             return batch
 
-    class Trainer(ValidGroupsTrainerMixin, VerlStep):
+    class Trainer(AdvantageInputsTrainerMixin, VerlStep):
         config = OmegaConf.create({"algorithm": {**_algo(), "adv_estimator": "grpo"}})
 
     class Batch:
@@ -190,3 +193,39 @@ def test_the_trainer_hands_the_rows_failure_flags_to_verls_call_and_runs_grpo_as
     assert adv[0, 0].item() == pytest.approx((1 - 2 / 3) / math.sqrt(1 / 3), abs=1e-4)
     assert adv[3:].abs().max().item() == 0.0
     assert metrics[FAILED_LEFT_OUT] == 2.0 and metrics[UNDER_TWO_VALID] == 1.0
+
+
+def test_the_trainer_reads_the_rows_once_and_hands_a_turn_estimator_both_failures_and_turns(monkeypatch):
+    import transfer_queue
+    from tensordict import NonTensorData, NonTensorStack
+
+    from rollout.episode_result import TurnSpan
+    from trainer.estimators.turns import _TURN_SPANS
+    from trainer.estimators.valid_groups import _FAILED
+    from trainer.hooks.advantage_inputs import AdvantageInputsTrainerMixin
+
+    class VerlStep:
+        def _compute_advantage(self, batch, metrics):
+            self.seen = (str(self.config.algorithm.adv_estimator), _FAILED.get().tolist(), _TURN_SPANS.get())
+            return batch
+
+    class Trainer(AdvantageInputsTrainerMixin, VerlStep):
+        config = OmegaConf.create({"algorithm": {**_algo(), "adv_estimator": TURN_GRPO}})
+
+    class Batch:
+        keys = ["a_0_0", "a_0_1"]
+        partition_id = "train"
+
+    rows = [EpisodeResult(turns=(TurnSpan(0, 2, 1.0),)), EpisodeResult(failed=True)]
+    extra = NonTensorStack(*(NonTensorData(r.to_extra_fields()) for r in rows))
+    queue = _Queue({"extra_fields": extra})
+    calls = []
+    monkeypatch.setattr(
+        transfer_queue, "kv_batch_get", lambda **kw: calls.append(kw) or queue.kv_batch_get(**kw)
+    )
+    trainer, metrics = Trainer(), {}
+    trainer._compute_advantage(Batch(), metrics)
+    assert len(calls) == 1
+    name, failed, spans = trainer.seen
+    assert name == TURN_GRPO and failed == [False, True] and spans[0] == [(0, 2)]
+    assert _TURN_SPANS.get() is None and _FAILED.get() is None  # only for verl's call

@@ -21,16 +21,17 @@ def _names(registry: dict) -> str:
 def check_registry_values(cfg: DictConfig) -> None:
     """Trainer mode, advantage estimator, policy loss and reward manager names exist in verl's registries.
 
-    Runs after ``turngym.import_modules`` are imported; turngym's own registrations come in through
-    ``trainer.estimators.turn_credit`` and ``trainer.estimators.positive_grpo``, which the task runner module imports in the
-    trainer process as well.
+    Runs after ``turngym.import_modules`` are imported; turngym's own estimators are registered here by
+    `register_estimators` (trainer/estimators/registry.py), as the trainer does when it is built.
     """
     import importlib
 
     from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY
 
-    import trainer.estimators.positive_grpo  # noqa: F401 - registers turngym's estimators, as trainer.task_runner does
-    import trainer.estimators.turn_credit  # noqa: F401
+    from trainer.estimators import positive_grpo
+    from trainer.estimators.registry import register_estimators
+
+    register_estimators()
 
     mode = OmegaConf.select(cfg, "trainer.v1.trainer_mode", default="sync")
     if mode != "sync":
@@ -45,10 +46,10 @@ def check_registry_values(cfg: DictConfig) -> None:
             f"{_names(ADV_ESTIMATOR_REGISTRY)} (register yours with verl's register_adv_est in a module "
             "listed in turngym.import_modules)"
         )
-    if estimator == trainer.estimators.positive_grpo.POSITIVE_GRPO:
-        key = trainer.estimators.positive_grpo.NEGATIVE_SCALE_KEY
+    if estimator == positive_grpo.POSITIVE_GRPO:
+        key = positive_grpo.NEGATIVE_SCALE_KEY
         scale = OmegaConf.select(cfg, f"algorithm.{key}", default=0.0)
-        if not trainer.estimators.positive_grpo.is_negative_scale(scale):
+        if not positive_grpo.is_negative_scale(scale):
             raise ConfigError(
                 f"algorithm.{key}={scale!r}: give a number from 0 (negative advantages dropped) to 1 (GRPO)"
             )

@@ -1,6 +1,7 @@
 """Positive GRPO: verl's GRPO advantages with the negative ones scaled down (by default dropped).
 
-A registered verl advantage estimator (`algorithm=positive-grpo`, ``adv_estimator: positive_grpo``).
+An advantage estimator registered in verl as ``positive_grpo`` (trainer/estimators/registry.py;
+`algorithm=positive-grpo`).
 With ``algorithm.negative_advantage_scale = 0`` only episodes that beat their GRPO group's mean
 are pushed up, weighted by GRPO's normalised advantage, through PPO's clipped ratio: the RAFT++ of
 Xiong et al., "A Minimalist Approach to LLM Reasoning: from Rejection Sampling to Reinforce"
@@ -24,9 +25,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from verl.trainer.ppo.core_algos import register_adv_est
 
-from trainer.estimators.turn_credit import algorithm_setting
+from trainer.estimators.turns import algorithm_setting
 from trainer.estimators.valid_groups import grpo_over_valid
 
 POSITIVE_GRPO = "positive_grpo"
@@ -45,7 +45,6 @@ def scale_negative_advantages(advantages: torch.Tensor, scale: float) -> torch.T
     return torch.where(advantages < 0, advantages * scale, advantages)
 
 
-@register_adv_est(POSITIVE_GRPO)
 def compute_positive_grpo_advantage(
     token_level_rewards: torch.Tensor,
     response_mask: torch.Tensor,

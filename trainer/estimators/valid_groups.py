@@ -16,12 +16,12 @@ group's mean and std and pulls the other members' advantages (three wins and one
 wins +0.5 each instead of 0); a group of one gets mean 0 and std 1, i.e. its raw score as advantage;
 one non-finite score makes every advantage of its group NaN. verl's ``compute_advantage``
 (``trainer/ppo/ray_trainer.py`` ~235) calls that function for the name ``grpo`` directly, without its
-registry, so turngym's trainer runs ``grpo`` as the registered ``grpo_valid`` (``ESTIMATOR_FOR``):
+registry, so turngym's trainer runs ``grpo`` as the registered ``grpo_valid`` (trainer/estimators/grpo_valid.py):
 verl's own GRPO over an index in which every invalid row is a group of its own, with the rule's zeros
 applied afterwards. No part of verl's estimator is copied.
 
 The trainer knows which rows failed from the rows' ``extra_fields``; estimators receive only tensors
-and ``uid`` from verl, so ``ValidGroupsTrainerMixin`` hands the flags over for the duration of verl's
+and ``uid`` from verl, so ``AdvantageInputsTrainerMixin`` (trainer/hooks/advantage_inputs.py) hands the flags over for the duration of verl's
 call (``known_failures``). Called without them (a test, another trainer), no row counts as failed and
 only non-finite returns are left out.
 """
@@ -36,14 +36,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
+from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
 from rollout.episode_result import EpisodeResult
-from trainer.data.sample_objects import sample_objects
-
-VALID_GRPO = "grpo_valid"
-# verl's name -> the registered estimator turngym's trainer runs under it.
-ESTIMATOR_FOR = {"grpo": VALID_GRPO}
 
 FAILED_LEFT_OUT = "turngym/groups/failed_left_out"
 NONFINITE_LEFT_OUT = "turngym/groups/nonfinite_left_out"
@@ -142,54 +137,3 @@ def grpo_over_valid(
     )
     keep = torch.as_tensor(kept, device=advantages.device).unsqueeze(-1)
     return torch.where(keep, advantages, 0.0), torch.where(keep, returns, 0.0)
-
-
-@register_adv_est(VALID_GRPO)
-def compute_valid_grpo_advantage(
-    token_level_rewards: torch.Tensor,
-    response_mask: torch.Tensor,
-    index: np.ndarray | None = None,
-    config: Any = None,
-    norm_adv_by_std_in_grpo: bool | None = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """GRPO with failed and non-finite members left out of group statistics (the module's rule).
-
-    ``norm_adv_by_std_in_grpo`` defaults to ``config.norm_adv_by_std_in_grpo`` (true).
-    """
-    if norm_adv_by_std_in_grpo is None:
-        value = config.get("norm_adv_by_std_in_grpo", True) if config is not None else True
-        norm_adv_by_std_in_grpo = True if value is None else bool(value)
-    if index is None:
-        index = np.arange(token_level_rewards.shape[0])
-    return grpo_over_valid(token_level_rewards, response_mask, index, norm_adv_by_std_in_grpo)
-
-
-class ValidGroupsTrainerMixin:
-    """Mix into verl's v1 trainer: group-relative estimators see which rows failed; counts in metrics.
-
-    Reads the rows' ``extra_fields`` from TransferQueue for the keys verl's ``_compute_advantage``
-    reads (same row order), and runs verl's own call inside `known_failures`. Under the name
-    ``grpo`` verl would skip its registry, so the call runs with ``algorithm.adv_estimator`` set to
-    ``grpo_valid`` and the name is put back afterwards.
-    """
-
-    def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
-        import transfer_queue as tq
-
-        data = tq.kv_batch_get(
-            keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
-        )
-        failed = failed_flags(sample_objects(data.pop("extra_fields")))
-        algorithm = self.config.algorithm
-        name = str(algorithm.adv_estimator)
-        counts: dict[str, float] = {}
-        with known_failures(failed, counts):
-            if name in ESTIMATOR_FOR:
-                algorithm.adv_estimator = ESTIMATOR_FOR[name]
-            try:
-                result = super()._compute_advantage(batch, metrics)
-            finally:
-                algorithm.adv_estimator = name
-        metrics.update(counts)
-        return result
