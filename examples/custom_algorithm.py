@@ -7,6 +7,9 @@
 names against verl's registries before Ray starts: a misspelled name is refused there, listing the
 registered ones) and in every verl worker (through verl's external-module hook), so the registration
 happens wherever verl looks the names up.
+
+turngym's own estimators are built in the same shape, one per module in trainer/estimators/, and
+registered by one call (trainer/estimators/registry.py).
 """
 
 from __future__ import annotations
