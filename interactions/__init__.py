@@ -15,15 +15,6 @@ from interactions.registry import (
     register,
     spec,
 )
-from turngym.common.moved_modules import keep_old_paths
-
-# Modules that moved out of interactions (issue 35). Their old paths still import the moved module, with one
-# DeprecationWarning (turngym/common/moved_modules.py); docs/design.md lists them.
-keep_old_paths(
-    {
-        "interactions.engine": "turngym.chat.engine",
-    }
-)
 
 __all__ = [
     "Interaction",

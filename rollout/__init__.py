@@ -9,21 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from turngym.common.moved_modules import keep_old_paths
-
-# Modules that moved out of rollout (issue 35). Their old paths still import the moved module, with one
-# DeprecationWarning (turngym/common/moved_modules.py); docs/design.md lists them.
-keep_old_paths(
-    {
-        "rollout.engine": "turngym.engines.engine",
-        "rollout.hf_engine": "turngym.engines.hf_engine",
-        "rollout.openai_engine": "turngym.engines.openai_engine",
-        "rollout.sglang_engine": "turngym.engines.sglang_engine",
-        "rollout.checkpoint_export": "turngym.engines.checkpoint_export",
-        "rollout.chat_format": "turngym.chat.format",
-    }
-)
-
 _EXPORTS = {
     "Engine": "turngym.engines.engine",
     "EngineError": "turngym.engines.engine",

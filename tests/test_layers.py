@@ -181,28 +181,6 @@ def test_no_upward_arrow():
     assert not arrows, "imports against the layers of docs/design.md:\n" + "\n".join(arrows)
 
 
-# Modules that moved and keep their old path as a deprecation shim: no repo module imports them.
-# Old module paths kept as files, because they are also commands (`python -m rollout.serve`): runpy runs
-# a module's own code, which an alias has none of. Every other moved path is an entry of a package's
-# `keep_old_paths` table (turngym/common/moved_modules.py) and has no file.
-FILE_SHIMS = {
-    "rollout.named_models": "turngym.engines.named_models",
-    "rollout.embedded_model": "turngym.engines.embedded_model",
-    "rollout.serve": "turngym.engines.serve",
-}
-
-
-def moved_paths() -> dict[str, str]:
-    """{old path: new path} for every moved module: the packages' alias tables and the file shims."""
-    import importlib
-
-    from turngym.common.moved_modules import all_moves
-
-    for package in PACKAGES:
-        importlib.import_module(package)
-    return {**all_moves(), **FILE_SHIMS}
-
-
 GROUND_FLOOR = (CHAT, COMMON, SERVING)
 
 
@@ -220,43 +198,6 @@ def test_chat_common_and_serving_are_the_ground_floor():
     assert {"envs", "interactions", "tools", "rollout", "trainer"} <= users
     users = {package_of(src) for src, dst, _, _ in edges if package_of(dst) == SERVING}
     assert {"envs", "tools"} <= users
-
-
-def test_no_repo_module_imports_a_deprecation_shim():
-    moved = moved_paths()
-
-    def old_path(target: str) -> str | None:
-        parts = target.split(".")
-        for cut in range(len(parts), 0, -1):
-            if ".".join(parts[:cut]) in moved:
-                return ".".join(parts[:cut])
-        return None
-
-    users = []
-    for name, path in module_files().items():
-        if name in moved:  # a file shim imports its new path, not an old one
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node, _ in _imports(tree):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif node.level == 0 and node.module:
-                targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-            else:
-                continue
-            for target in targets:
-                old = old_path(target)
-                if old is not None:
-                    users.append(f"{name}:{node.lineno} imports {target} (use {moved[old]})")
-                    break
-    assert not users, "\n".join(users)
-
-
-def test_the_moved_paths_table_sees_every_package_table():
-    moved = moved_paths()
-    assert (
-        moved["tools.calls"] == "turngym.chat.calls" and moved["rollout.chat_format"] == "turngym.chat.format"
-    )
 
 
 USER_FACING = ("envs", "tools", "interactions", "rollout", "trainer")

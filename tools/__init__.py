@@ -12,21 +12,6 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from turngym.common.moved_modules import keep_old_paths
-
-# Modules that moved out of tools (issue 35). Their old paths still import the moved module, with one
-# DeprecationWarning (turngym/common/moved_modules.py); docs/design.md lists them.
-keep_old_paths(
-    {
-        "tools.registration": "turngym.common.registration",
-        "tools.run_sync": "turngym.common.run_sync",
-        "tools.cli_errors": "turngym.common.cli_errors",
-        "tools.serving": "turngym.serving",
-        "tools.calls": "turngym.chat.calls",
-        "tools.chat_encoding": "turngym.chat.encoder",
-    }
-)
-
 _EXPORTS = {
     "FunctionTool": "tools.tool",
     "Tool": "tools.tool",

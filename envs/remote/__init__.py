@@ -42,21 +42,4 @@ def make_remote(
     return RemoteEnv(env_id, remote, token=remote_token, **kwargs)
 
 
-def __getattr__(name: str) -> Any:
-    # `add_serve_arguments` moved with the server to `envs.server`; the old name keeps working, with a
-    # warning (docs/design.md, "Moved"). The import is here, not at the top: clients sit below the server.
-    if name == "add_serve_arguments":
-        import warnings
-
-        from envs.server import add_serve_arguments
-
-        warnings.warn(
-            "envs.remote.add_serve_arguments moved to envs.server.add_serve_arguments; import it from there",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return add_serve_arguments
-    raise AttributeError(f"module 'envs.remote' has no attribute {name!r}")
-
-
 __all__ = ["RemoteEnvError", "make_remote"]
