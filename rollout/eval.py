@@ -17,7 +17,8 @@ model, with 95 % Wilson intervals and the env's behaviour rates), max_response_t
 max_turns (training's multi_turn.max_assistant_turns), max_new_tokens (one turn: training's
 turngym.max_tokens_per_turn, unset = the rest of the budget); the three default to the run's values,
 else to training's defaults for that model (rollout/episode_budgets.py; the embedded model's own when
-no model is given), and the values used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
+no model is given; for engine=sglang|openai, those of the model the server says it serves), and the values
+used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
 trust_checkpoint=true lets a checkpoint's shards load with the full unpickler (they may run code: only for
 checkpoints you trust); by default they load as tensors only and anything else is refused.
 --import my_pkg.my_envs imports a module first (e.g. one registering envs). Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
@@ -46,7 +47,8 @@ from turngym.common.cli_errors import (
     one_line,
     run_cli,
 )
-from turngym.engines.named_models import EMBEDDED, is_embedded, is_model_name
+from turngym.engines.engine import EngineError
+from turngym.engines.named_models import EMBEDDED, is_embedded, is_model_name, model_name_of
 
 USAGE = __doc__
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
@@ -309,6 +311,44 @@ def build_engine(opts: dict[str, Any]):
     )
 
 
+def served_model(engine: Any, opts: dict[str, Any]) -> str | None:
+    """The name of the model an engine=sglang|openai server serves, for its budgets (None: any model).
+
+    The server is asked (`SGLangEngine.served_model`: turngym's model server names the embedded or a named
+    model; a model directory on this machine is recognised). When it cannot say, the name the command
+    gave counts (``model=`` for engine=openai, ``tokenizer=``/``model=`` for engine=sglang), and a server
+    that does not answer is one line on stderr; the evaluation goes on.
+
+    Args:
+        engine: the `SGLangEngine` or `OpenAIEngine` `build_engine` made.
+        opts: the command line's options.
+
+    Returns:
+        ``embedded``, a named model's name, or None.
+    """
+
+    async def ask() -> str | None:
+        try:
+            return await engine.served_model()
+        finally:
+            await engine.aclose()  # its connections belong to this event loop
+
+    given = (
+        opts.get("model") if opts.get("engine") == "openai" else opts.get("tokenizer") or opts.get("model")
+    )
+    fallback = model_name_of(given) if given else None  # a name, or a directory of a named model
+    try:
+        return asyncio.run(ask()) or fallback
+    except EngineError as exc:
+        budgets = f"those of {fallback}" if fallback else "those for any model"
+        print(
+            f"rollout.eval: could not ask the server which model it serves ({one_line(str(exc))}); "
+            f"the budgets are {budgets}",
+            file=sys.stderr,
+        )
+        return fallback
+
+
 def _resolved(model: str) -> Path:
     from turngym.engines.checkpoint_export import CheckpointError, resolve_model
 
@@ -385,11 +425,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
         if opts.get("engine") == "openai" and is_model_name(opts.get("tokenizer") or opts["model"]):
             opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
+    engine, tokenizer, tokenizer_path = build_engine(opts)
+    served = None
+    if opts.get("engine", "hf") != "hf":
+        # The budgets follow the model the server serves, not the engine that reaches it.
+        served = served_model(engine, opts)
+        model_label = served or model_label
+        embedded = served == EMBEDDED
     budgets = training_defaults(embedded=embedded, model=model_label)
     if settings.get("run"):
         budgets.update({k: v for k, v in settings.items() if k in TRAINING_KEYS})
     budgets.update({k: opts[k] for k in TRAINING_KEYS if k in opts})
-    engine, tokenizer, tokenizer_path = build_engine(opts)
     announce_tool_placement(tokenizer, plan)
     n = int(opts.get("n", 8))
     cfg = EpisodeConfig(
@@ -400,7 +446,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if settings.get("run"):
         source = "the run"
     elif embedded or model_label in NAMED_MODEL_BUDGETS:
-        source = f"training defaults for {model_label}"
+        source = f"training defaults for {model_label}" + (", the model the server serves" if served else "")
     else:
         source = "training defaults for any model"
     print(

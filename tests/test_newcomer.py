@@ -852,6 +852,60 @@ def test_engines_serve_speaks_the_openai_api_so_engine_openai_plays_on_it(world,
     )
 
 
+def _budget_line(out: str) -> str:
+    return next(line for line in out.splitlines() if "max_response_tokens=" in line)
+
+
+def test_budgets_follow_the_model_the_server_serves_not_the_engine(world, capsys, served_url):
+    """`engine=sglang` against `engines.serve` serving the embedded model used the "any model" budgets
+    (512 tokens, 16 turns, no per-turn cap), so every episode overflowed in one turn; `engine=hf` on the
+    same model used 1152 / 8 / 8. Each engine now plays with the budgets of the model the server serves."""
+    import httpx
+
+    from rollout import eval as rollout_eval
+    from rollout.episode_budgets import EMBEDDED_MODEL_BUDGETS as EMB
+
+    # The server names the model it serves, by its directory's build marker (it was given a path).
+    info = httpx.get(f"{served_url}/get_model_info", timeout=30).json()
+    assert info["turngym_model"] == "embedded", info
+    assert httpx.get(f"{served_url}/v1/models", timeout=30).json()["data"][0]["turngym_model"] == "embedded"
+
+    expected = (
+        f"max_response_tokens={EMB.max_response_tokens}, max_turns={EMB.max_turns}, "
+        f"max_new_tokens={EMB.max_new_tokens} (training defaults for embedded"
+    )
+    common = ["env=guess-number-v0", "n=2", "baselines=false"]
+    lines = {}
+    # model=served-tiny is no name turngym knows: the budgets come from the server's answer alone.
+    for engine in (["engine=hf"], ["engine=sglang", f"url={served_url}"]) + (
+        ["engine=openai", f"url={served_url}", "model=served-tiny"],
+    ):
+        assert rollout_eval.cli(common + engine) == 0, capsys.readouterr().err
+        out = capsys.readouterr().out
+        lines[engine[0]] = _budget_line(out)
+        assert expected in lines[engine[0]], lines
+    assert "the model the server serves" in lines["engine=sglang"], lines
+    TABLE.append(
+        (
+            f"python -m rollout.eval env=guess-number-v0 engine=sglang url={served_url}",
+            lines["engine=sglang"],
+            0,
+        )
+    )
+
+
+def test_a_server_that_cannot_say_its_model_is_one_line_and_the_named_budgets(world, capsys, unused_port):
+    """No server on the port: one line says the budgets used; the episodes then fail as they must (exit 1)."""
+    from rollout import eval as rollout_eval
+
+    argv = ["env=guess-number-v0", "engine=sglang", f"url=http://127.0.0.1:{unused_port}", "model=embedded"]
+    assert rollout_eval.cli([*argv, "n=1", "baselines=false"]) == 1
+    out, err = capsys.readouterr()
+    said = [line for line in err.splitlines() if "which model it serves" in line]
+    assert len(said) == 1 and said[0].endswith("the budgets are those of embedded"), err
+    assert "max_turns=8" in _budget_line(out), out
+
+
 def test_a_hub_id_in_the_local_cache_is_used_from_there_without_a_download(world, capsys, model_path):
     """`model=<org>/<name>` answered "the path does not exist" even when the Hugging Face cache held it."""
     import shutil
