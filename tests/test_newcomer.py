@@ -533,6 +533,128 @@ def test_an_env_that_raises_in_training_shows_its_traceback_once_and_counts_its_
         assert all(0 < failed < episodes for failed, episodes in counts), proc.stdout
 
 
+def test_an_env_that_raises_in_the_warm_start_is_one_line_and_keeps_its_traceback(world, capsys, monkeypatch):
+    """An env whose step raised while the warm start played its expert episodes ended `trainer.run` in a
+    raw traceback. Now: one line (the env, what it raised and where, what to do), exit 1, the traceback in
+    train.log, the lock released, and the same command runs again once the env is fixed."""
+    import trainer.run
+
+    (world["cwd"] / "my_broken_env.py").write_text(BROKEN_ENV)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    out = world["cwd"] / "run"
+    argv = ["env.id=broken-guess-v0", "turngym.import_modules=[my_broken_env]", f"turngym.output_dir={out}"]
+    argv += ["turngym.warm_start.enable=true", "turngym.warm_start.engine=torch"]
+    assert trainer.run.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    where = f"{world['cwd'] / 'my_broken_env.py'}:9"
+    assert re.fullmatch(
+        re.escape("trainer.run: the warm start stopped: broken-guess-v0 raised KeyError: 'missing' in an ")
+        + r"episode of its (scripted expert|talker|random player) \(seed \d+\) "
+        + re.escape(
+            f"(at {where}); nothing was trained and the traceback is in {out.resolve() / 'train.log'}; fix "
+            "the env (`python -m envs check broken-guess-v0 --import my_broken_env` runs it alone) and run "
+            "the same command again, or train without a warm start (turngym.warm_start.enable=false)"
+        ),
+        err[0],
+    ), err
+    log = (out / "train.log").read_text()
+    assert "Traceback (most recent call last)" in log and 'my_broken_env.py", line 9, in _respond' in log
+    assert not (out / "run.lock").exists() and (out / "run.json").is_file()
+    assert not list(world["scratch"].glob("turngym-data-*"))
+    TABLE.append(("python -m trainer.run env.id=broken-guess-v0 (raises in the warm start)", err[0], 1))
+
+
+def _long_temp(world) -> Path:
+    folder = world["scratch"] / ("t" * 40)
+    folder.mkdir()
+    return folder
+
+
+def test_a_temp_folder_set_for_ray_that_is_too_long_is_one_line_before_anything_is_written(
+    world, capsys, monkeypatch
+):
+    """A long TMPDIR broke Ray's socket path (AF_UNIX, 107 bytes) after the run folder was written."""
+    import trainer.run
+
+    long_temp = _long_temp(world)
+    monkeypatch.setenv("RAY_TMPDIR", str(long_temp))
+    before = _tree(world["cwd"]), _tree(world["scratch"])
+    out = world["cwd"] / "run"
+    assert trainer.run.main(["env=guess-number", f"turngym.output_dir={out}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"trainer.run: RAY_TMPDIR={long_temp} makes Ray's socket"), err
+    assert "(Linux allows 107: " in err[0] and "set RAY_TMPDIR to a shorter folder" in err[0], err
+    assert (_tree(world["cwd"]), _tree(world["scratch"])) == before and not out.exists()
+    TABLE.append(("RAY_TMPDIR=<long> python -m trainer.run env=guess-number", err[0], 2))
+
+
+def test_a_long_tmpdir_gives_ray_a_short_temp_folder_and_says_so(world, capsys, monkeypatch):
+    """TMPDIR alone (a test runner's, a job's scratch folder) is no choice made for Ray: Ray gets /tmp."""
+    import trainer.run
+
+    long_temp = _long_temp(world)
+    monkeypatch.setenv("TMPDIR", str(long_temp))
+    monkeypatch.delenv("RAY_TMPDIR", raising=False)  # restored after the test: the run sets it
+    seen = {}
+
+    def launch(cfg):
+        seen["RAY_TMPDIR"] = os.environ.get("RAY_TMPDIR")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer.run, "launch", launch)
+    out = world["cwd"] / "run"
+    argv = ["env=guess-number", f"turngym.output_dir={out}", "turngym.warm_start.enable=false"]
+    assert trainer.run.main(argv) == INTERRUPT_EXIT
+    said = [line for line in capsys.readouterr().out.splitlines() if "socket paths" in line]
+    assert said == [
+        f"[turngym] TMPDIR={long_temp} makes Ray's socket paths up to {len(str(long_temp)) + 4 + 72} bytes "
+        "(Linux allows 107: Ray's temp folder may have at most 35 characters); Ray's temp folder is "
+        "/tmp/ray instead (set RAY_TMPDIR to choose another)"
+    ], said
+    assert seen == {"RAY_TMPDIR": "/tmp"}
+    TABLE.append(("TMPDIR=<long> python -m trainer.run env=guess-number", said[0], 0))
+
+
+RAY_UNDER = """\
+import sys
+
+from omegaconf import OmegaConf
+
+from trainer.ray_temp_dir import check_ray_temp_dir
+
+if sys.argv[1] == "checked":
+    print(check_ray_temp_dir(OmegaConf.create({}), joins_cluster=False), flush=True)
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+print("ray answered", ray.get(ray.remote(lambda: 1).remote()))
+ray.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_ray_starts_under_a_long_tmpdir_once_checked(world):
+    """The real thing: Ray itself under the long TMPDIR fails with the AF_UNIX error, and starts once the
+    check gave it its short temp folder."""
+    long_temp = _long_temp(world)
+    environment = {k: v for k, v in os.environ.items() if k != "RAY_TMPDIR"}
+    environment.update(TMPDIR=str(long_temp), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    runs = {}
+    for how in ("unchecked", "checked"):
+        runs[how] = subprocess.run(
+            [sys.executable, "-c", RAY_UNDER, how],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=environment,
+        )
+    assert runs["unchecked"].returncode != 0 and "AF_UNIX path length" in runs["unchecked"].stderr
+    assert runs["checked"].returncode == 0, runs["checked"].stderr[-3000:]
+    assert "Ray's temp folder is /tmp/ray instead" in runs["checked"].stdout
+    assert "ray answered 1" in runs["checked"].stdout
+
+
 def test_ctrl_c_in_training_says_what_the_same_command_will_do_with_the_real_log_path(
     world, capsys, monkeypatch
 ):
