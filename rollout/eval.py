@@ -382,16 +382,16 @@ def save_trajectories(
     """JSONL with the model and tokenizer on every line, so `rollout.view` decodes with the right one, and
     each episode's env kwargs (`kinds`, one per trajectory) and the turn cap, so its random and expert rows
     play what the model played."""
-    with open(make_parent(path), "w", encoding="utf-8") as f:
-        for index, t in enumerate(trajectories):
-            record = t.to_dict()
-            record["model"] = model
-            record["tokenizer"] = tokenizer
-            if kinds is not None:
-                record["env_kwargs"] = dict(kinds[index].kwargs)
-            if max_turns is not None:
-                record["max_turns"] = max_turns
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    from rollout.trajectory import save_jsonl
+
+    save_jsonl(
+        trajectories,
+        make_parent(path),
+        model=model,
+        tokenizer=tokenizer,
+        env_kwargs=None if kinds is None else [kind.kwargs for kind in kinds],
+        max_turns=max_turns,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

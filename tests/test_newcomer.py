@@ -1265,6 +1265,94 @@ def test_an_env_that_overrides_one_door_is_played_through_it_by_both(world, monk
     assert all("Hint: start in the middle." in tokenizer.decode(t.prompt_ids) for t in batch)
 
 
+NUMPY_STYLE = """\
+import envs
+from envs.games.guess_number import GuessNumberEnv
+
+
+class NumpyStyleRandom(GuessNumberEnv):
+    def random_action(self, rng):
+        return str(rng.integers(1, 21))  # numpy's Generator, as the env's own np_random
+
+
+envs.register("numpy-style-guess-v0", NumpyStyleRandom)
+"""
+
+
+def test_random_action_written_for_numpys_generator_is_told_which_rng_it_gets(world):
+    """`random_action(rng)` gets a stdlib `random.Random` while the env's own generator is numpy's, and
+    the docs did not say which: `rng.integers` failed in `envs check` with a bare AttributeError."""
+    (world["cwd"] / "numpy_style.py").write_text(NUMPY_STYLE)
+    argv = [sys.executable, "-m", "envs", "check", "numpy-style-guess-v0", "--import", "numpy_style"]
+    root = str(Path(__file__).resolve().parent.parent)
+    proc = subprocess.run(
+        [*argv, "--seeds", "1"],
+        cwd=world["cwd"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": root},
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("FAIL  random"))
+    assert line.endswith(
+        "'Random' object has no attribute 'integers': random_action(rng) gets a stdlib random.Random "
+        "(randint, choice), not numpy's Generator; numpy: default_rng(rng.getrandbits(64))"
+    ), line
+    assert "PASS  expert" in proc.stdout, proc.stdout
+    TABLE.append(("python -m envs check numpy-style-guess-v0 (rng.integers)", line, 1))
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _block_after(page: str, heading: str, language: str) -> str:
+    """The first fenced ``language`` block after ``heading`` in docs/<page>."""
+    text = (DOCS / page).read_text()
+    found = re.search(re.escape(heading) + r".*?```" + language + r"\n(.*?)```", text, re.S)
+    assert found, f"docs/{page}: no {language} block after {heading!r}"
+    return found.group(1)
+
+
+def test_the_documented_way_to_save_collects_episodes_for_the_viewer_runs(world, capsys):
+    """docs/rollout.md did not say how to save `rollout.collect`'s results for the viewer from Python."""
+    import json as json_module
+
+    from rollout import view
+
+    code = _block_after("rollout.md", "**Saving `collect`'s episodes for the viewer", "python")
+    exec(compile(code, "docs/rollout.md", "exec"), {})
+    lines = [json_module.loads(line) for line in (world["cwd"] / "mine.jsonl").read_text().splitlines()]
+    assert len(lines) == 4, lines
+    assert all(line["env_kwargs"] == {"difficulty": "easy"} and line["max_turns"] == 6 for line in lines)
+    assert all(Path(line["tokenizer"]).is_dir() for line in lines), lines[0]["tokenizer"]
+    assert view.main(["mine.jsonl", "-o", "mine.html"]) == 0
+    # Compared (here with itself), the trivial players play the recorded settings.
+    assert view.main(["mine.jsonl", "mine.jsonl", "-o", "same.html"]) == 0
+    page = (world["cwd"] / "same.html").read_text()
+    assert "at most 6 turns" in page and "difficulty" in page and "the files record no env kwargs" not in page
+    capsys.readouterr()
+
+
+def test_the_documented_problems_file_for_code_sandbox_passes_envs_check(world):
+    """docs/envs.md did not say how to bring your own problems (code-sandbox's `problems=` and its format)."""
+    (world["cwd"] / "my_problems.jsonl").write_text(_block_after("envs.md", "## Your own problems", "jsonl"))
+    root = str(Path(__file__).resolve().parent.parent)
+    argv = [sys.executable, "-m", "envs", "check", "code-sandbox-v0", "-o", "problems=my_problems.jsonl"]
+    # The sandbox's user cannot enter pytest's private (0700) temp folders: the system's temp dir, as a user's.
+    environment = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    proc = subprocess.run(
+        [*argv, "--seeds", "2"],
+        cwd=world["cwd"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**environment, "PYTHONPATH": root},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS  expert          2/2 succeeded (100%)" in proc.stdout, proc.stdout
+
+
 def test_print_the_table(capsys):
     """Last in the file: the table of every mistake tried (shown with -s)."""
     with capsys.disabled():

@@ -92,11 +92,13 @@ def expert_episode(env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32
     With `noise` > 0 the demonstrator is epsilon-greedy: each move is the env's `random_action`
     with that probability (drawn from a generator seeded by `seed`, so demos are reproducible).
     """
+    from envs.baselines.baseline_players import random_move
+
     rng = random.Random(seed)
 
     def move(game: Any) -> str:
         if noise and rng.random() < noise:
-            return game.random_action(rng)
+            return random_move(game, rng)
         return game.expert_action()
 
     return play_episode(env_id, env_kwargs, seed, move, max_turns)
