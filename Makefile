@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.turngym-installed
 
-.PHONY: install train train-real train-real-tools train-real-games experts test test-fast lint bench
+.PHONY: install train train-real train-real-tools train-real-games experts test test-fast docs-check lint bench
 
 $(STAMP): pyproject.toml
 	@{ command -v bwrap && ldconfig -p | grep -q 'libseccomp\.so\.2'; } >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -65,8 +65,19 @@ experts: install
 test: install
 	$(BIN)/python -m pytest -q
 
+# The fast tier: the packages' unit tests (chat, common, serving, interactions, tools, envs, the layer
+# and shadowing checks), without the tests marked slow: no training, no model server. CONTRIBUTING.md
+# gives its time. `make test` runs everything, as CI does.
+FAST_TESTS := tests/chat tests/common tests/serving tests/interactions tests/tools tests/envs \
+	tests/test_layers.py tests/test_no_shadowing.py tests/test_chat.py
+
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" $(FAST_TESTS)
+
+# Every command README.md and docs/*.md show in a code block still parses and its module answers --help
+# (tests/test_docs_commands.py; the suite runs it too). Under a minute of CPU.
+docs-check: install
+	$(BIN)/python -m pytest -q tests/test_docs_commands.py
 
 lint: install
 	$(BIN)/ruff check .
