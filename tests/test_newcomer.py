@@ -1279,20 +1279,25 @@ envs.register("numpy-style-guess-v0", NumpyStyleRandom)
 """
 
 
-def test_random_action_written_for_numpys_generator_is_told_which_rng_it_gets(world):
-    """`random_action(rng)` gets a stdlib `random.Random` while the env's own generator is numpy's, and
-    the docs did not say which: `rng.integers` failed in `envs check` with a bare AttributeError."""
-    (world["cwd"] / "numpy_style.py").write_text(NUMPY_STYLE)
-    argv = [sys.executable, "-m", "envs", "check", "numpy-style-guess-v0", "--import", "numpy_style"]
-    root = str(Path(__file__).resolve().parent.parent)
-    proc = subprocess.run(
-        [*argv, "--seeds", "1"],
+def _envs_check(world, *argv: str, tmpdir: bool = True) -> subprocess.CompletedProcess:
+    """A real `python -m envs check ...` from the world's working folder (tmpdir=False: the system's temp dir)."""
+    environment = {k: v for k, v in os.environ.items() if tmpdir or k != "TMPDIR"}
+    environment["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "envs", "check", *argv],
         cwd=world["cwd"],
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "PYTHONPATH": root},
+        env=environment,
     )
+
+
+def test_random_action_written_for_numpys_generator_is_told_which_rng_it_gets(world):
+    """`random_action(rng)` gets a stdlib `random.Random` while the env's own generator is numpy's, and
+    the docs did not say which: `rng.integers` failed in `envs check` with a bare AttributeError."""
+    (world["cwd"] / "numpy_style.py").write_text(NUMPY_STYLE)
+    proc = _envs_check(world, "numpy-style-guess-v0", "--import", "numpy_style", "--seeds", "1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = next(line for line in proc.stdout.splitlines() if line.startswith("FAIL  random"))
     assert line.endswith(
@@ -1337,17 +1342,9 @@ def test_the_documented_way_to_save_collects_episodes_for_the_viewer_runs(world,
 def test_the_documented_problems_file_for_code_sandbox_passes_envs_check(world):
     """docs/envs.md did not say how to bring your own problems (code-sandbox's `problems=` and its format)."""
     (world["cwd"] / "my_problems.jsonl").write_text(_block_after("envs.md", "## Your own problems", "jsonl"))
-    root = str(Path(__file__).resolve().parent.parent)
-    argv = [sys.executable, "-m", "envs", "check", "code-sandbox-v0", "-o", "problems=my_problems.jsonl"]
     # The sandbox's user cannot enter pytest's private (0700) temp folders: the system's temp dir, as a user's.
-    environment = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
-    proc = subprocess.run(
-        [*argv, "--seeds", "2"],
-        cwd=world["cwd"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**environment, "PYTHONPATH": root},
+    proc = _envs_check(
+        world, "code-sandbox-v0", "-o", "problems=my_problems.jsonl", "--seeds", "2", tmpdir=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS  expert          2/2 succeeded (100%)" in proc.stdout, proc.stdout
