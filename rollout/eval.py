@@ -9,7 +9,10 @@ their kwargs) and the token budgets to the run's; without one, to the training d
 Keys: env=<id> (required unless model= is a run), engine=hf|sglang|openai, model=<path> (hf; default the
 embedded tiny model; openai: the name the server serves, required), url=<server> (sglang; default
 http://127.0.0.1:30000; openai: an OpenAI-compatible chat-completions server, http://host:port or its /v1
-base, key from $OPENAI_API_KEY, never sent over plain http beyond loopback unless allow_http_key=true), tokenizer=<dir> (sglang, openai; default model, for openai a named model
+base, key from $OPENAI_API_KEY, never sent over plain http beyond loopback unless allow_http_key=true),
+deadline_s (openai, sglang: seconds in all one request may take, retries and waits included; default
+the read timeout + busy wait, 720; at most 86400), max_reply_mb (openai, sglang: the largest reply read,
+default 16; at most 1024), tokenizer=<dir> (sglang, openai; default model, for openai a named model
 or else the embedded one's: it counts tokens and re-encodes replies). engine=openai evaluates but cannot
 train: the API returns text, not the sampled ids or their logprobs. n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
 top_k=-1, baselines=true (the env's random player and scripted expert on the same seeds beside the
@@ -47,6 +50,7 @@ from turngym.common.cli_errors import (
     one_line,
     run_cli,
 )
+from turngym.common.number_bounds import Bound
 from turngym.engines.engine import EngineError
 from turngym.engines.named_models import EMBEDDED, is_embedded, is_model_name, model_name_of
 
@@ -62,7 +66,12 @@ INT_KEYS = (
     "max_response_tokens",
     "max_turns",
 )
-FLOAT_KEYS = ("temperature", "top_p")
+FLOAT_KEYS = ("temperature", "top_p", "deadline_s", "max_reply_mb")
+# The engine's own limits against a server that stalls or floods (engine=openai and sglang).
+ENGINE_LIMITS = {
+    "deadline_s": Bound(whole=False, low=0, high=86_400, open_low=True),
+    "max_reply_mb": Bound(whole=False, low=0, high=1024, open_low=True),
+}
 BOOL_KEYS = ("trust_checkpoint", "baselines", "allow_http_key")
 KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS + BOOL_KEYS
 
@@ -96,9 +105,21 @@ def _typed(key: str, raw: str) -> Any:
         and value < 1
     ):
         raise UsageError(f"{key}={raw} must be >= 1")
+    if key in ENGINE_LIMITS and (problem := ENGINE_LIMITS[key].problem(key, value)):
+        raise UsageError(problem)
     if key == "temperature" and value < 0 or key == "top_p" and not 0 < value <= 1:
         raise UsageError(f"{key}={raw} is out of range (temperature >= 0, 0 < top_p <= 1)")
     return value
+
+
+def _engine_limits(opts: dict[str, Any]) -> dict[str, Any]:
+    """The HTTP engine's deadline and reply cap, where the command line gave them."""
+    limits: dict[str, Any] = {}
+    if "deadline_s" in opts:
+        limits["deadline_s"] = float(opts["deadline_s"])
+    if "max_reply_mb" in opts:
+        limits["max_reply_bytes"] = int(opts["max_reply_mb"] * 2**20)
+    return limits
 
 
 def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], str | None]:
@@ -296,7 +317,11 @@ def build_engine(opts: dict[str, Any]):
         tokenizer = AutoTokenizer.from_pretrained(tok_path)
         print(f"{TEXT_ONLY_NOTE} (tokenizer: {tok_path})")
         engine = OpenAIEngine(
-            opts["url"], opts["model"], tokenizer, allow_http_key=opts.get("allow_http_key", False)
+            opts["url"],
+            opts["model"],
+            tokenizer,
+            allow_http_key=opts.get("allow_http_key", False),
+            **_engine_limits(opts),
         )
         return engine, tokenizer, str(tok_path)
     tok_path = opts.get("tokenizer") or opts.get("model")
@@ -305,7 +330,7 @@ def build_engine(opts: dict[str, Any]):
 
         tok_path = build_embedded_model()
     return (
-        SGLangEngine(opts.get("url", "http://127.0.0.1:30000")),
+        SGLangEngine(opts.get("url", "http://127.0.0.1:30000"), **_engine_limits(opts)),
         AutoTokenizer.from_pretrained(tok_path),
         str(tok_path),
     )
