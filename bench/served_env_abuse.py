@@ -11,7 +11,7 @@ and how many the server contained (answered with the right refusal, or outlived)
 - trickled bodies and unfinished headers on fresh connections;
 - idle connections past the server's descriptor limit (the `--workers` front must shed, not die).
 
-Then prints the open sessions, descriptors and RSS (front and workers summed) before, under load, after
+An answer shown as 0 is a connection the server closed without answering. Then prints the open sessions, descriptors and RSS (front and workers summed) before, under load, after
 the idle TTL and after the clients hung up, with the after/before ratios.
 
     .venv/bin/python bench/served_env_abuse.py [--workers 2] [--sessions 200] [--idle 1500] [--fd-limit 1024]
@@ -94,12 +94,15 @@ def client(url: str, address: str = "127.0.0.1", fresh: bool = False) -> httpx.C
 def open_session(url: str, address: str) -> int:
     """One client's whole visit but the close: make, reset, one step; the session is left to expire."""
     with client(url, address) as http:
-        made = http.post("/v1/sessions", json={"env_id": "guess-number-v0"})
-        if made.status_code != 201:
-            return made.status_code
-        sid = made.json()["session_id"]
-        http.post(f"/v1/sessions/{sid}/reset", json={"seed": 1})
-        return http.post(f"/v1/sessions/{sid}/step", json={"action": "50"}).status_code
+        try:
+            made = http.post("/v1/sessions", json={"env_id": "guess-number-v0"})
+            if made.status_code != 201:
+                return made.status_code
+            sid = made.json()["session_id"]
+            http.post(f"/v1/sessions/{sid}/reset", json={"seed": 1})
+            return http.post(f"/v1/sessions/{sid}/step", json={"action": "50"}).status_code
+        except httpx.TransportError:
+            return 0  # closed without an answer (shown as 0)
 
 
 def hog(url: str, attempts: int) -> tuple[int, list[int], int]:
@@ -126,18 +129,27 @@ def hog(url: str, attempts: int) -> tuple[int, list[int], int]:
     return len(held), refusals, made.status_code
 
 
+def _post_status(url: str, timeout: float, **kwargs) -> int:
+    """The answer's status, or 0 when the server closed the connection without one (under load its
+    head deadline, --body-timeout, can pass before a starved process reads the head)."""
+    try:
+        return httpx.post(url, headers=AUTH, timeout=timeout, **kwargs).status_code
+    except httpx.TransportError:
+        return 0
+
+
 def refused(url: str) -> int:
     body = {"env_id": "code-sandbox-v0", "kwargs": {"isolation": "none", "tools": "/tmp/x.yaml"}}
-    return httpx.post(f"{url}/v1/sessions", json=body, headers=AUTH, timeout=60).status_code
+    return _post_status(f"{url}/v1/sessions", 60, json=body)
 
 
 def oversized(url: str) -> int:
-    return httpx.post(f"{url}/v1/sessions", content=b"x" * (17 << 20), headers=AUTH, timeout=120).status_code
+    return _post_status(f"{url}/v1/sessions", 120, content=b"x" * (17 << 20))
 
 
 def long_integer(url: str) -> int:
     body = b'{"env_id": "guess-number-v0", "max_turns": ' + b"9" * 5000 + b"}"
-    return httpx.post(f"{url}/v1/sessions", content=body, headers=AUTH, timeout=60).status_code
+    return _post_status(f"{url}/v1/sessions", 60, content=body)
 
 
 def _answer(sock: socket.socket) -> bytes:

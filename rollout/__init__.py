@@ -21,6 +21,8 @@ _EXPORTS = {
     "ChatFormat": "turngym.chat.format",
     "Trajectory": "rollout.trajectory",
     "TrajectoryBatch": "rollout.trajectory",
+    "save_jsonl": "rollout.trajectory",
+    "load_jsonl": "rollout.trajectory",
     "EpisodeConfig": "rollout.episode",
     "run_episode": "rollout.episode",
     "collect": "rollout.collection",
@@ -46,7 +48,9 @@ __all__ = [
     "TurnGymAgentLoop",
     "acollect",
     "collect",
+    "load_jsonl",
     "run_episode",
+    "save_jsonl",
     "summarize",
     "to_dataproto",
 ]
@@ -58,7 +62,7 @@ if TYPE_CHECKING:
     from rollout.engine_opponent import EngineOpponent
     from rollout.episode import EpisodeConfig, run_episode
     from rollout.scripted_engine import ScriptedEngine
-    from rollout.trajectory import Trajectory, TrajectoryBatch
+    from rollout.trajectory import Trajectory, TrajectoryBatch, load_jsonl, save_jsonl
     from turngym.chat.format import ChatFormat
     from turngym.engines.engine import Engine, EngineError, Generation, SamplingParams
     from turngym.engines.hf_engine import HFEngine

@@ -9,7 +9,10 @@ their kwargs) and the token budgets to the run's; without one, to the training d
 Keys: env=<id> (required unless model= is a run), engine=hf|sglang|openai, model=<path> (hf; default the
 embedded tiny model; openai: the name the server serves, required), url=<server> (sglang; default
 http://127.0.0.1:30000; openai: an OpenAI-compatible chat-completions server, http://host:port or its /v1
-base, key from $OPENAI_API_KEY, never sent over plain http beyond loopback unless allow_http_key=true), tokenizer=<dir> (sglang, openai; default model, for openai a named model
+base, key from $OPENAI_API_KEY, never sent over plain http beyond loopback unless allow_http_key=true),
+deadline_s (openai, sglang: seconds in all one request may take, retries and waits included; default
+the read timeout + busy wait, 720; at most 86400), max_reply_mb (openai, sglang: the largest reply read,
+default 16; at most 1024), tokenizer=<dir> (sglang, openai; default model, for openai a named model
 or else the embedded one's: it counts tokens and re-encodes replies). engine=openai evaluates but cannot
 train: the API returns text, not the sampled ids or their logprobs. n=8 episodes per env, group=1, concurrency=64, seed=0, temperature=1.0, top_p=1.0,
 top_k=-1, baselines=true (the env's random player and scripted expert on the same seeds beside the
@@ -17,7 +20,8 @@ model, with 95 % Wilson intervals and the env's behaviour rates), max_response_t
 max_turns (training's multi_turn.max_assistant_turns), max_new_tokens (one turn: training's
 turngym.max_tokens_per_turn, unset = the rest of the budget); the three default to the run's values,
 else to training's defaults for that model (rollout/episode_budgets.py; the embedded model's own when
-no model is given), and the values used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
+no model is given; for engine=sglang|openai, those of the model the server says it serves), and the values
+used are printed. env.<name>=<value> (env kwargs, e.g. env.difficulty=easy).
 trust_checkpoint=true lets a checkpoint's shards load with the full unpickler (they may run code: only for
 checkpoints you trust); by default they load as tensors only and anything else is refused.
 --import my_pkg.my_envs imports a module first (e.g. one registering envs). Prints a progress bar, then a summary. Bad keys, env ids or values exit with code 2 before any model
@@ -46,7 +50,9 @@ from turngym.common.cli_errors import (
     one_line,
     run_cli,
 )
-from turngym.engines.named_models import EMBEDDED, is_embedded, is_model_name
+from turngym.common.number_bounds import Bound
+from turngym.engines.engine import EngineError
+from turngym.engines.named_models import EMBEDDED, is_embedded, is_model_name, model_name_of
 
 USAGE = __doc__
 STRING_KEYS = ("env", "engine", "model", "url", "tokenizer")
@@ -60,7 +66,12 @@ INT_KEYS = (
     "max_response_tokens",
     "max_turns",
 )
-FLOAT_KEYS = ("temperature", "top_p")
+FLOAT_KEYS = ("temperature", "top_p", "deadline_s", "max_reply_mb")
+# The engine's own limits against a server that stalls or floods (engine=openai and sglang).
+ENGINE_LIMITS = {
+    "deadline_s": Bound(whole=False, low=0, high=86_400, open_low=True),
+    "max_reply_mb": Bound(whole=False, low=0, high=1024, open_low=True),
+}
 BOOL_KEYS = ("trust_checkpoint", "baselines", "allow_http_key")
 KEYS = STRING_KEYS + INT_KEYS + FLOAT_KEYS + BOOL_KEYS
 
@@ -94,9 +105,21 @@ def _typed(key: str, raw: str) -> Any:
         and value < 1
     ):
         raise UsageError(f"{key}={raw} must be >= 1")
+    if key in ENGINE_LIMITS and (problem := ENGINE_LIMITS[key].problem(key, value)):
+        raise UsageError(problem)
     if key == "temperature" and value < 0 or key == "top_p" and not 0 < value <= 1:
         raise UsageError(f"{key}={raw} is out of range (temperature >= 0, 0 < top_p <= 1)")
     return value
+
+
+def _engine_limits(opts: dict[str, Any]) -> dict[str, Any]:
+    """The HTTP engine's deadline and reply cap, where the command line gave them."""
+    limits: dict[str, Any] = {}
+    if "deadline_s" in opts:
+        limits["deadline_s"] = float(opts["deadline_s"])
+    if "max_reply_mb" in opts:
+        limits["max_reply_bytes"] = int(opts["max_reply_mb"] * 2**20)
+    return limits
 
 
 def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], str | None]:
@@ -294,7 +317,11 @@ def build_engine(opts: dict[str, Any]):
         tokenizer = AutoTokenizer.from_pretrained(tok_path)
         print(f"{TEXT_ONLY_NOTE} (tokenizer: {tok_path})")
         engine = OpenAIEngine(
-            opts["url"], opts["model"], tokenizer, allow_http_key=opts.get("allow_http_key", False)
+            opts["url"],
+            opts["model"],
+            tokenizer,
+            allow_http_key=opts.get("allow_http_key", False),
+            **_engine_limits(opts),
         )
         return engine, tokenizer, str(tok_path)
     tok_path = opts.get("tokenizer") or opts.get("model")
@@ -303,10 +330,48 @@ def build_engine(opts: dict[str, Any]):
 
         tok_path = build_embedded_model()
     return (
-        SGLangEngine(opts.get("url", "http://127.0.0.1:30000")),
+        SGLangEngine(opts.get("url", "http://127.0.0.1:30000"), **_engine_limits(opts)),
         AutoTokenizer.from_pretrained(tok_path),
         str(tok_path),
     )
+
+
+def served_model(engine: Any, opts: dict[str, Any]) -> str | None:
+    """The name of the model an engine=sglang|openai server serves, for its budgets (None: any model).
+
+    The server is asked (`SGLangEngine.served_model`: turngym's model server names the embedded or a named
+    model; a model directory on this machine is recognised). When it cannot say, the name the command
+    gave counts (``model=`` for engine=openai, ``tokenizer=``/``model=`` for engine=sglang), and a server
+    that does not answer is one line on stderr; the evaluation goes on.
+
+    Args:
+        engine: the `SGLangEngine` or `OpenAIEngine` `build_engine` made.
+        opts: the command line's options.
+
+    Returns:
+        ``embedded``, a named model's name, or None.
+    """
+
+    async def ask() -> str | None:
+        try:
+            return await engine.served_model()
+        finally:
+            await engine.aclose()  # its connections belong to this event loop
+
+    given = (
+        opts.get("model") if opts.get("engine") == "openai" else opts.get("tokenizer") or opts.get("model")
+    )
+    fallback = model_name_of(given) if given else None  # a name, or a directory of a named model
+    try:
+        return asyncio.run(ask()) or fallback
+    except EngineError as exc:
+        budgets = f"those of {fallback}" if fallback else "those for any model"
+        print(
+            f"rollout.eval: could not ask the server which model it serves ({one_line(str(exc))}); "
+            f"the budgets are {budgets}",
+            file=sys.stderr,
+        )
+        return fallback
 
 
 def _resolved(model: str) -> Path:
@@ -342,16 +407,16 @@ def save_trajectories(
     """JSONL with the model and tokenizer on every line, so `rollout.view` decodes with the right one, and
     each episode's env kwargs (`kinds`, one per trajectory) and the turn cap, so its random and expert rows
     play what the model played."""
-    with open(make_parent(path), "w", encoding="utf-8") as f:
-        for index, t in enumerate(trajectories):
-            record = t.to_dict()
-            record["model"] = model
-            record["tokenizer"] = tokenizer
-            if kinds is not None:
-                record["env_kwargs"] = dict(kinds[index].kwargs)
-            if max_turns is not None:
-                record["max_turns"] = max_turns
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    from rollout.trajectory import save_jsonl
+
+    save_jsonl(
+        trajectories,
+        make_parent(path),
+        model=model,
+        tokenizer=tokenizer,
+        env_kwargs=None if kinds is None else [kind.kwargs for kind in kinds],
+        max_turns=max_turns,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -385,11 +450,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
         if opts.get("engine") == "openai" and is_model_name(opts.get("tokenizer") or opts["model"]):
             opts["tokenizer"] = str(_resolved(opts.get("tokenizer") or opts["model"]))
+    engine, tokenizer, tokenizer_path = build_engine(opts)
+    served = None
+    if opts.get("engine", "hf") != "hf":
+        # The budgets follow the model the server serves, not the engine that reaches it.
+        served = served_model(engine, opts)
+        model_label = served or model_label
+        embedded = served == EMBEDDED
     budgets = training_defaults(embedded=embedded, model=model_label)
     if settings.get("run"):
         budgets.update({k: v for k, v in settings.items() if k in TRAINING_KEYS})
     budgets.update({k: opts[k] for k in TRAINING_KEYS if k in opts})
-    engine, tokenizer, tokenizer_path = build_engine(opts)
     announce_tool_placement(tokenizer, plan)
     n = int(opts.get("n", 8))
     cfg = EpisodeConfig(
@@ -400,7 +471,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if settings.get("run"):
         source = "the run"
     elif embedded or model_label in NAMED_MODEL_BUDGETS:
-        source = f"training defaults for {model_label}"
+        source = f"training defaults for {model_label}" + (", the model the server serves" if served else "")
     else:
         source = "training defaults for any model"
     print(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from os import PathLike
 from typing import Any
 
 
@@ -207,11 +208,58 @@ class TrajectoryBatch(list):
         self.failed: list[Trajectory] = list(failed or [])
 
 
-def save_jsonl(trajectories: list[Trajectory], path: str) -> None:
-    """Write trajectories one per line."""
+def save_jsonl(
+    trajectories: Iterable[Trajectory],
+    path: str | PathLike,
+    *,
+    model: str | None = None,
+    tokenizer: Any = None,
+    env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    max_turns: int | None = None,
+) -> int:
+    """Write trajectories one per line, with what `python -m rollout.view` needs to show them.
+
+    Args:
+        trajectories: e.g. what `rollout.collect` returned (add ``batch.failed`` to keep the failed ones).
+        path: the JSONL file (overwritten).
+        model: the model that played, recorded on every line (as ``rollout.eval --save`` does).
+        tokenizer: the tokenizer's folder or name, or the tokenizer itself (its ``name_or_path``): the
+            viewer decodes the tokens with it (without one, with the embedded model's).
+        env_kwargs: the env's kwargs, one mapping for every episode or one per trajectory: the viewer
+            plays the random and expert players with them and pairs only episodes played alike.
+        max_turns: the turn cap the episodes were played under (`EpisodeConfig.max_turns`), for the same.
+
+    Returns:
+        The number of lines written.
+
+    >>> import json, os, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "x.jsonl")
+    ...     save_jsonl([Trajectory(prompt_ids=[1], response_ids=[2])], path, tokenizer="tok", max_turns=4)
+    ...     line = json.loads(open(path).read())
+    ...     [t.response_ids for t in load_jsonl(path)]
+    1
+    [[2]]
+    >>> line["tokenizer"], line["max_turns"]
+    ('tok', 4)
+    """
+    name = tokenizer if tokenizer is None or isinstance(tokenizer, str | PathLike) else tokenizer.name_or_path
+    items = list(trajectories)
+    per_episode = (
+        [env_kwargs] * len(items) if env_kwargs is None or isinstance(env_kwargs, Mapping) else env_kwargs
+    )
     with open(path, "w", encoding="utf-8") as f:
-        for t in trajectories:
-            f.write(t.to_json() + "\n")
+        for t, kwargs in zip(items, per_episode, strict=True):
+            record = t.to_dict()
+            if model is not None or name is not None:
+                record["model"] = model
+                record["tokenizer"] = None if name is None else str(name)
+            if kwargs is not None:
+                record["env_kwargs"] = dict(kwargs)
+            if max_turns is not None:
+                record["max_turns"] = max_turns
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return len(items)
 
 
 def load_jsonl(path: str) -> list[Trajectory]:

@@ -119,6 +119,7 @@ MOVED_IN_44 = {
     "trainer.checkpoint_pruning": "trainer.run_folder.checkpoint_pruning",
     "trainer.ray_cluster": "trainer.cluster.ray_cluster",
     "trainer.placement": "trainer.cluster.placement",
+    "trainer.ray_temp_dir": "trainer.cluster.ray_temp_dir",
     "trainer.cpu.hf_rollout": "turngym.engines.hf_rollout",
 }
 MOVED = {**MOVED_IN_35, **MOVED_IN_44}

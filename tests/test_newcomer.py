@@ -533,6 +533,128 @@ def test_an_env_that_raises_in_training_shows_its_traceback_once_and_counts_its_
         assert all(0 < failed < episodes for failed, episodes in counts), proc.stdout
 
 
+def test_an_env_that_raises_in_the_warm_start_is_one_line_and_keeps_its_traceback(world, capsys, monkeypatch):
+    """An env whose step raised while the warm start played its expert episodes ended `trainer.run` in a
+    raw traceback. Now: one line (the env, what it raised and where, what to do), exit 1, the traceback in
+    train.log, the lock released, and the same command runs again once the env is fixed."""
+    import trainer.run
+
+    (world["cwd"] / "my_broken_env.py").write_text(BROKEN_ENV)
+    monkeypatch.syspath_prepend(str(world["cwd"]))
+    out = world["cwd"] / "run"
+    argv = ["env.id=broken-guess-v0", "turngym.import_modules=[my_broken_env]", f"turngym.output_dir={out}"]
+    argv += ["turngym.warm_start.enable=true", "turngym.warm_start.engine=torch"]
+    assert trainer.run.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    where = f"{world['cwd'] / 'my_broken_env.py'}:9"
+    assert re.fullmatch(
+        re.escape("trainer.run: the warm start stopped: broken-guess-v0 raised KeyError: 'missing' in an ")
+        + r"episode of its (scripted expert|talker|random player) \(seed \d+\) "
+        + re.escape(
+            f"(at {where}); nothing was trained and the traceback is in {out.resolve() / 'train.log'}; fix "
+            "the env (`python -m envs check broken-guess-v0 --import my_broken_env` runs it alone) and run "
+            "the same command again, or train without a warm start (turngym.warm_start.enable=false)"
+        ),
+        err[0],
+    ), err
+    log = (out / "train.log").read_text()
+    assert "Traceback (most recent call last)" in log and 'my_broken_env.py", line 9, in _respond' in log
+    assert not (out / "run.lock").exists() and (out / "run.json").is_file()
+    assert not list(world["scratch"].glob("turngym-data-*"))
+    TABLE.append(("python -m trainer.run env.id=broken-guess-v0 (raises in the warm start)", err[0], 1))
+
+
+def _long_temp(world) -> Path:
+    folder = world["scratch"] / ("t" * 40)
+    folder.mkdir()
+    return folder
+
+
+def test_a_temp_folder_set_for_ray_that_is_too_long_is_one_line_before_anything_is_written(
+    world, capsys, monkeypatch
+):
+    """A long TMPDIR broke Ray's socket path (AF_UNIX, 107 bytes) after the run folder was written."""
+    import trainer.run
+
+    long_temp = _long_temp(world)
+    monkeypatch.setenv("RAY_TMPDIR", str(long_temp))
+    before = _tree(world["cwd"]), _tree(world["scratch"])
+    out = world["cwd"] / "run"
+    assert trainer.run.main(["env=guess-number", f"turngym.output_dir={out}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"trainer.run: RAY_TMPDIR={long_temp} makes Ray's socket"), err
+    assert "(Linux allows 107: " in err[0] and "set RAY_TMPDIR to a shorter folder" in err[0], err
+    assert (_tree(world["cwd"]), _tree(world["scratch"])) == before and not out.exists()
+    TABLE.append(("RAY_TMPDIR=<long> python -m trainer.run env=guess-number", err[0], 2))
+
+
+def test_a_long_tmpdir_gives_ray_a_short_temp_folder_and_says_so(world, capsys, monkeypatch):
+    """TMPDIR alone (a test runner's, a job's scratch folder) is no choice made for Ray: Ray gets /tmp."""
+    import trainer.run
+
+    long_temp = _long_temp(world)
+    monkeypatch.setenv("TMPDIR", str(long_temp))
+    monkeypatch.delenv("RAY_TMPDIR", raising=False)  # restored after the test: the run sets it
+    seen = {}
+
+    def launch(cfg):
+        seen["RAY_TMPDIR"] = os.environ.get("RAY_TMPDIR")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer.run, "launch", launch)
+    out = world["cwd"] / "run"
+    argv = ["env=guess-number", f"turngym.output_dir={out}", "turngym.warm_start.enable=false"]
+    assert trainer.run.main(argv) == INTERRUPT_EXIT
+    said = [line for line in capsys.readouterr().out.splitlines() if "socket paths" in line]
+    assert said == [
+        f"[turngym] TMPDIR={long_temp} makes Ray's socket paths up to {len(str(long_temp)) + 4 + 72} bytes "
+        "(Linux allows 107: Ray's temp folder may have at most 35 characters); Ray's temp folder is "
+        "/tmp/ray instead (set RAY_TMPDIR to choose another)"
+    ], said
+    assert seen == {"RAY_TMPDIR": "/tmp"}
+    TABLE.append(("TMPDIR=<long> python -m trainer.run env=guess-number", said[0], 0))
+
+
+RAY_UNDER = """\
+import sys
+
+from omegaconf import OmegaConf
+
+from trainer.cluster.ray_temp_dir import check_ray_temp_dir
+
+if sys.argv[1] == "checked":
+    print(check_ray_temp_dir(OmegaConf.create({}), joins_cluster=False), flush=True)
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+print("ray answered", ray.get(ray.remote(lambda: 1).remote()))
+ray.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_ray_starts_under_a_long_tmpdir_once_checked(world):
+    """The real thing: Ray itself under the long TMPDIR fails with the AF_UNIX error, and starts once the
+    check gave it its short temp folder."""
+    long_temp = _long_temp(world)
+    environment = {k: v for k, v in os.environ.items() if k != "RAY_TMPDIR"}
+    environment.update(TMPDIR=str(long_temp), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    runs = {}
+    for how in ("unchecked", "checked"):
+        runs[how] = subprocess.run(
+            [sys.executable, "-c", RAY_UNDER, how],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=environment,
+        )
+    assert runs["unchecked"].returncode != 0 and "AF_UNIX path length" in runs["unchecked"].stderr
+    assert runs["checked"].returncode == 0, runs["checked"].stderr[-3000:]
+    assert "Ray's temp folder is /tmp/ray instead" in runs["checked"].stdout
+    assert "ray answered 1" in runs["checked"].stdout
+
+
 def test_ctrl_c_in_training_says_what_the_same_command_will_do_with_the_real_log_path(
     world, capsys, monkeypatch
 ):
@@ -852,6 +974,60 @@ def test_engines_serve_speaks_the_openai_api_so_engine_openai_plays_on_it(world,
     )
 
 
+def _budget_line(out: str) -> str:
+    return next(line for line in out.splitlines() if "max_response_tokens=" in line)
+
+
+def test_budgets_follow_the_model_the_server_serves_not_the_engine(world, capsys, served_url):
+    """`engine=sglang` against `engines.serve` serving the embedded model used the "any model" budgets
+    (512 tokens, 16 turns, no per-turn cap), so every episode overflowed in one turn; `engine=hf` on the
+    same model used 1152 / 8 / 8. Each engine now plays with the budgets of the model the server serves."""
+    import httpx
+
+    from rollout import eval as rollout_eval
+    from rollout.episode_budgets import EMBEDDED_MODEL_BUDGETS as EMB
+
+    # The server names the model it serves, by its directory's build marker (it was given a path).
+    info = httpx.get(f"{served_url}/get_model_info", timeout=30).json()
+    assert info["turngym_model"] == "embedded", info
+    assert httpx.get(f"{served_url}/v1/models", timeout=30).json()["data"][0]["turngym_model"] == "embedded"
+
+    expected = (
+        f"max_response_tokens={EMB.max_response_tokens}, max_turns={EMB.max_turns}, "
+        f"max_new_tokens={EMB.max_new_tokens} (training defaults for embedded"
+    )
+    common = ["env=guess-number-v0", "n=2", "baselines=false"]
+    lines = {}
+    # model=served-tiny is no name turngym knows: the budgets come from the server's answer alone.
+    for engine in (["engine=hf"], ["engine=sglang", f"url={served_url}"]) + (
+        ["engine=openai", f"url={served_url}", "model=served-tiny"],
+    ):
+        assert rollout_eval.cli(common + engine) == 0, capsys.readouterr().err
+        out = capsys.readouterr().out
+        lines[engine[0]] = _budget_line(out)
+        assert expected in lines[engine[0]], lines
+    assert "the model the server serves" in lines["engine=sglang"], lines
+    TABLE.append(
+        (
+            f"python -m rollout.eval env=guess-number-v0 engine=sglang url={served_url}",
+            lines["engine=sglang"],
+            0,
+        )
+    )
+
+
+def test_a_server_that_cannot_say_its_model_is_one_line_and_the_named_budgets(world, capsys, unused_port):
+    """No server on the port: one line says the budgets used; the episodes then fail as they must (exit 1)."""
+    from rollout import eval as rollout_eval
+
+    argv = ["env=guess-number-v0", "engine=sglang", f"url=http://127.0.0.1:{unused_port}", "model=embedded"]
+    assert rollout_eval.cli([*argv, "n=1", "baselines=false"]) == 1
+    out, err = capsys.readouterr()
+    said = [line for line in err.splitlines() if "which model it serves" in line]
+    assert len(said) == 1 and said[0].endswith("the budgets are those of embedded"), err
+    assert "max_turns=8" in _budget_line(out), out
+
+
 def test_a_hub_id_in_the_local_cache_is_used_from_there_without_a_download(world, capsys, model_path):
     """`model=<org>/<name>` answered "the path does not exist" even when the Hugging Face cache held it."""
     import shutil
@@ -1087,6 +1263,91 @@ def test_an_env_that_overrides_one_door_is_played_through_it_by_both(world, monk
     batch = collect(env_id, engine, tokenizer, 2, config=EpisodeConfig(max_turns=1))
     assert len(batch) == 2 and all(t.total_reward >= 9.0 for t in batch), [t.total_reward for t in batch]
     assert all("Hint: start in the middle." in tokenizer.decode(t.prompt_ids) for t in batch)
+
+
+NUMPY_STYLE = """\
+import envs
+from envs.games.guess_number import GuessNumberEnv
+
+
+class NumpyStyleRandom(GuessNumberEnv):
+    def random_action(self, rng):
+        return str(rng.integers(1, 21))  # numpy's Generator, as the env's own np_random
+
+
+envs.register("numpy-style-guess-v0", NumpyStyleRandom)
+"""
+
+
+def _envs_check(world, *argv: str, tmpdir: bool = True) -> subprocess.CompletedProcess:
+    """A real `python -m envs check ...` from the world's working folder (tmpdir=False: the system's temp dir)."""
+    environment = {k: v for k, v in os.environ.items() if tmpdir or k != "TMPDIR"}
+    environment["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "envs", "check", *argv],
+        cwd=world["cwd"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+
+
+def test_random_action_written_for_numpys_generator_is_told_which_rng_it_gets(world):
+    """`random_action(rng)` gets a stdlib `random.Random` while the env's own generator is numpy's, and
+    the docs did not say which: `rng.integers` failed in `envs check` with a bare AttributeError."""
+    (world["cwd"] / "numpy_style.py").write_text(NUMPY_STYLE)
+    proc = _envs_check(world, "numpy-style-guess-v0", "--import", "numpy_style", "--seeds", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("FAIL  random"))
+    assert line.endswith(
+        "'Random' object has no attribute 'integers': random_action(rng) gets a stdlib random.Random "
+        "(randint, choice), not numpy's Generator; numpy: default_rng(rng.getrandbits(64))"
+    ), line
+    assert "PASS  expert" in proc.stdout, proc.stdout
+    TABLE.append(("python -m envs check numpy-style-guess-v0 (rng.integers)", line, 1))
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _block_after(page: str, heading: str, language: str) -> str:
+    """The first fenced ``language`` block after ``heading`` in docs/<page>."""
+    text = (DOCS / page).read_text()
+    found = re.search(re.escape(heading) + r".*?```" + language + r"\n(.*?)```", text, re.S)
+    assert found, f"docs/{page}: no {language} block after {heading!r}"
+    return found.group(1)
+
+
+def test_the_documented_way_to_save_collects_episodes_for_the_viewer_runs(world, capsys):
+    """docs/rollout.md did not say how to save `rollout.collect`'s results for the viewer from Python."""
+    import json as json_module
+
+    from rollout import view
+
+    code = _block_after("rollout.md", "**Saving `collect`'s episodes for the viewer", "python")
+    exec(compile(code, "docs/rollout.md", "exec"), {})
+    lines = [json_module.loads(line) for line in (world["cwd"] / "mine.jsonl").read_text().splitlines()]
+    assert len(lines) == 4, lines
+    assert all(line["env_kwargs"] == {"difficulty": "easy"} and line["max_turns"] == 6 for line in lines)
+    assert all(Path(line["tokenizer"]).is_dir() for line in lines), lines[0]["tokenizer"]
+    assert view.main(["mine.jsonl", "-o", "mine.html"]) == 0
+    # Compared (here with itself), the trivial players play the recorded settings.
+    assert view.main(["mine.jsonl", "mine.jsonl", "-o", "same.html"]) == 0
+    page = (world["cwd"] / "same.html").read_text()
+    assert "at most 6 turns" in page and "difficulty" in page and "the files record no env kwargs" not in page
+    capsys.readouterr()
+
+
+def test_the_documented_problems_file_for_code_sandbox_passes_envs_check(world):
+    """docs/envs.md did not say how to bring your own problems (code-sandbox's `problems=` and its format)."""
+    (world["cwd"] / "my_problems.jsonl").write_text(_block_after("envs.md", "## Your own problems", "jsonl"))
+    # The sandbox's user cannot enter pytest's private (0700) temp folders: the system's temp dir, as a user's.
+    proc = _envs_check(
+        world, "code-sandbox-v0", "-o", "problems=my_problems.jsonl", "--seeds", "2", tmpdir=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS  expert          2/2 succeeded (100%)" in proc.stdout, proc.stdout
 
 
 def test_print_the_table(capsys):

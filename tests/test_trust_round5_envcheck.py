@@ -114,3 +114,60 @@ def test_every_battery_says_it_is_no_proof(tmp_path):
     proc = _check(tmp_path, "guess-number-v0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr.strip().startswith("note: a battery is not a proof")
+
+
+IMPORT_RECORDS = """\
+import os
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "imported_in.txt"), "a") as fh:
+    fh.write(f"{os.getpid()}\\n")
+if os.environ.get("EXIT_AT_IMPORT"):
+    os._exit(0)
+import envs
+from envs.games.guess_number import GuessNumberEnv
+
+envs.register("from-import-v0", GuessNumberEnv)
+"""
+
+
+def _check_import(tmp_path, env_id: str, module: str = "records_import", **env: str):
+    import os
+
+    (tmp_path / "records_import.py").write_text(IMPORT_RECORDS)
+    argv = [sys.executable, "-m", "envs", "check", env_id, "--import", module, "--seeds", "1"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=300)
+    written = tmp_path / "imported_in.txt"
+    pids = [int(p) for p in written.read_text().split()] if written.exists() else []
+    return proc, out, err, pids
+
+
+def test_check_imports_the_users_module_only_in_its_child(tmp_path):
+    """Before, `envs check --import M` imported M in the checking process too: its code ran where no
+    deadline or exit check holds."""
+    proc, out, err, pids = _check_import(tmp_path, "from-import-v0")
+    assert proc.returncode == 0, out + err
+    assert pids and proc.pid not in pids
+
+
+def test_a_module_that_exits_at_import_is_no_pass(tmp_path):
+    """Before, `os._exit(0)` at import ended the checking process itself: exit status 0, nothing shown."""
+    proc, out, err, _ = _check_import(tmp_path, "from-import-v0", EXIT_AT_IMPORT="1")
+    assert proc.returncode == 1, out + err
+    assert "ended the check's process (exit status 0)" in out
+
+
+def test_a_missing_module_or_id_is_one_line_and_exit_2(tmp_path):
+    proc, out, err, _ = _check_import(tmp_path, "from-import-v0", module="no_such_module_here")
+    assert (
+        proc.returncode == 2 and "--import no_such_module_here" in err and len(err.strip().splitlines()) == 1
+    )
+    proc, out, err, _ = _check_import(tmp_path, "not-registered-v0")
+    assert proc.returncode == 2 and "check not-registered-v0" in err and len(err.strip().splitlines()) == 1

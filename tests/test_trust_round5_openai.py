@@ -220,3 +220,51 @@ def test_rollout_eval_names_the_key_it_held_back(monkeypatch, capsys):
     assert "authorization" not in server.headers[0]
     assert server.headers[1]["authorization"] == "Bearer sk-secret"
     assert "allow_http_key=true to send it in clear" in capsys.readouterr().err
+
+
+def test_rollout_eval_takes_the_deadline_as_a_key(capsys):
+    """Before, rollout.eval had no key for it: `deadline_s=2` was an unknown key (exit 2), and a
+    never-ending reply held the command for the engine's default 720 s."""
+    from rollout import eval as rollout_eval
+
+    def trickle(handler):
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.end_headers()
+        handler.wfile.write(b'{"choices": [{"message": {"content": "')
+        while not server.stop.is_set():
+            handler.wfile.write(b"a")
+            handler.wfile.flush()
+            time.sleep(0.1)
+
+    with HostileServer(trickle) as server:
+        argv = ["env=guess-number-v0", "engine=openai", f"url={server.url}", "model=m", "deadline_s=2"]
+        assert rollout_eval.cli(argv + ["n=1", "max_turns=1", "baselines=false"]) == 1
+    assert "no complete answer within 2 s" in capsys.readouterr().err
+
+
+def test_rollout_eval_takes_the_reply_cap_as_a_key(capsys):
+    from rollout import eval as rollout_eval
+
+    def two_mb(handler):
+        _reply(handler, 200, b'{"choices": [{"message": {"content": "' + b"x" * 2**21 + b'"}}]}')
+
+    with HostileServer(two_mb) as server:
+        argv = ["env=guess-number-v0", "engine=openai", f"url={server.url}", "model=m", "max_reply_mb=1"]
+        assert rollout_eval.cli(argv + ["n=1", "max_turns=1", "baselines=false"]) == 1
+    err = capsys.readouterr().err
+    assert "1048576" in err or "1 MB" in err or "MiB" in err, err[-500:]
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["deadline_s=0", "deadline_s=-1", "deadline_s=inf", "deadline_s=nan", "deadline_s=1e9"]
+    + ["max_reply_mb=0", "max_reply_mb=1e308", "max_reply_mb=nan", "max_reply_mb=4096"],
+)
+def test_rollout_eval_bounds_the_engine_limits(key, capsys):
+    from rollout import eval as rollout_eval
+
+    argv = ["env=guess-number-v0", "engine=openai", "url=http://127.0.0.1:9/v1", "model=m", key]
+    assert rollout_eval.cli(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and key.split("=")[0] in err, err

@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from trainer.checks.run_checks import apply_run_name, check_run, fresh_run_hint
 from trainer.cluster.ray_cluster import check_cluster_fits, check_cluster_reachable, join_existing_cluster
+from trainer.cluster.ray_temp_dir import check_ray_temp_dir
 from trainer.compose import (
     ConfigError,
     check_verl_sizes,
@@ -50,10 +51,13 @@ from trainer.data.run_data import StagedData
 from trainer.report.interrupt_line import TRAINING, WARM_START, RunProgress
 from trainer.report.progress import ConsoleFilter
 from trainer.run_folder.lock import RunLock
+from trainer.warm_start.expert_demos import DemoEpisodeError
 from turngym.common.cli_errors import UsageError, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_PLUGIN_MODULE = "trainer.cpu"
+#: The exit code when an env raised while the warm start played its demonstrations (as for a broken env in RL).
+WARM_START_FAILED_EXIT = 1
 OPTIONAL_VERL_ENGINES = ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
 
 
@@ -457,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The exit code: 0 when training finished (or was already done), 2 for a mistake, 130 for Ctrl-C,
         1 when every episode of a validation pass or a step failed (the env's first traceback is on
-        the console and in train.log, the reason one line on stderr), 3 when a health guard in
+        the console and in train.log, the reason one line on stderr) or an env raised while the warm
+        start played its demonstrations (one line naming the env, its traceback in train.log), 3 when a health guard in
         `turngym.health.halt_on` stopped training (a checkpoint of that step is kept; the reason is one
         line on stderr).
 
@@ -507,6 +512,10 @@ def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
         address = check_cluster_reachable(cfg)
         if address is not None:
             check_cluster_fits(cfg, address)  # else verl's placement groups would wait forever
+        # A Ray instance of our own: its socket paths under the temp folder must fit Linux's 107 bytes.
+        temp_line = check_ray_temp_dir(cfg, joins_cluster=address is not None)
+        if temp_line is not None:
+            print(f"[turngym] {temp_line}", flush=True)
         # One run at a time per folder (trainer/run_folder/lock.py); released below however the run ends.
         lock = RunLock(cfg.turngym.output_dir, command=" ".join(["python -m trainer.run", *argv]))
         lock.acquire()
@@ -526,6 +535,7 @@ def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
             print(f"[turngym] {note}", flush=True)
         log_file = train_log_path(cfg)
         error: UsageError | None = None
+        broken: DemoEpisodeError | None = None
         try:
             with ConsoleFilter(log_file, verbose=bool(cfg.turngym.get("verbose", False))):
                 print(f"[turngym] verl's and Ray's output: {log_file} (turngym.verbose=true shows it here)")
@@ -535,6 +545,8 @@ def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
                     cfg = prepare(cfg, staged, progress)
                 except UsageError as exc:
                     error = exc
+                except DemoEpisodeError as exc:  # the env's bug, not ours: one line once the console is back
+                    broken = exc
                 else:
                     train(cfg)
         except KeyboardInterrupt:
@@ -549,6 +561,9 @@ def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
             lock.release()
     if error is not None:  # raised once the console is restored, so it is never filtered away
         raise error
+    if broken is not None:
+        print(f"trainer.run: {warm_start_failure(broken, cfg, log_file)}", file=sys.stderr, flush=True)
+        return WARM_START_FAILED_EXIT
     from trainer.hooks.episode_failures import stop_exit
     from trainer.hooks.health.halt import halt_exit_code
 
@@ -558,6 +573,31 @@ def _main(argv: list[str] | None, progress: RunProgress | None = None) -> int:
     if reason is not None:
         print(f"trainer.run: {reason}", file=sys.stderr)
     return code
+
+
+def warm_start_failure(broken: DemoEpisodeError, cfg: DictConfig, log_file: Path) -> str:
+    """The one line for an env that raised while the warm start played its demonstrations; its traceback
+    is appended to ``log_file`` first, so nothing is lost.
+
+    Args:
+        broken: what `trainer.warm_start.expert_demos.write_demonstrations` raised.
+        cfg: the run's config (its ``turngym.import_modules`` go into the suggested check).
+        log_file: the run's train.log.
+
+    Returns:
+        What raised where, that nothing was trained, where the traceback is and what to do.
+    """
+    import traceback
+
+    with open(log_file, "a", encoding="utf-8") as log:
+        log.write(f"[warm start] {broken}\n")
+        log.write("".join(traceback.format_exception(broken.error)))
+    imports = "".join(f" --import {m}" for m in cfg.turngym.import_modules or [])
+    return (
+        f"the warm start stopped: {broken}; nothing was trained and the traceback is in {log_file}; "
+        f"fix the env (`python -m envs check {broken.env_id}{imports}` runs it alone) and run the same "
+        "command again, or train without a warm start (turngym.warm_start.enable=false)"
+    )
 
 
 def train_log_path(cfg: DictConfig) -> Path:

@@ -19,6 +19,41 @@ PLAYERS = ("random", "expert")
 PLAYER_METHODS = {"random": "random_action", "expert": "expert_action"}
 
 
+#: What every caller of `random_action(rng)` passes (the baseline players, the warm start, `envs check`).
+RNG_NOTE = (
+    "random_action(rng) gets a stdlib random.Random (randint, choice), not numpy's Generator; "
+    "numpy: default_rng(rng.getrandbits(64))"
+)
+
+
+def random_move(game: Any, rng: random.Random) -> Any:
+    """The env's `random_action(rng)`, drawn from a stdlib `random.Random`: the one way it is called.
+
+    An env written against numpy's Generator (``rng.integers``) fails with an AttributeError that says
+    which generator it was given and how to get numpy draws from it (`RNG_NOTE`).
+
+    Args:
+        game: the unwrapped env.
+        rng: the episode's generator, ``random.Random(seed)``.
+
+    Returns:
+        The move `random_action` returned.
+
+    >>> class NumpyStyle:
+    ...     def random_action(self, rng):
+    ...         return str(rng.integers(1, 21))
+    >>> random_move(NumpyStyle(), random.Random(0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    AttributeError: 'Random' object has no attribute 'integers': random_action(rng) gets a stdlib random.Random...
+    """
+    try:
+        return game.random_action(rng)
+    except AttributeError as exc:
+        if getattr(exc, "obj", None) is not rng:
+            raise
+        raise AttributeError(f"{exc}: {RNG_NOTE}") from exc
+
+
 @dataclass
 class BaselineResult:
     """How one trivial player fared over a list of seeds."""
@@ -81,7 +116,7 @@ def play_baseline(
             last_behaviour = None
             for _ in range(max_turns or 10_000):
                 try:
-                    action = game.random_action(rng) if player == "random" else game.expert_action()
+                    action = random_move(game, rng) if player == "random" else game.expert_action()
                 except NotImplementedError:
                     return None
                 _, reward, terminated, truncated, info = env.step(action)

@@ -48,6 +48,9 @@ class SubmitSolution(Submit):
         "episode ends, so test it with `python` first."
     )
     timeout_s = None  # grading time is bounded by the sandbox's own limits
+    # Grading writes the step's info and ends the episode: a second submit of the same reply must not
+    # run beside it (its discarded grading set `success` for the step; a two-submit hedge then "won").
+    concurrent = False
 
     class Args(pydantic.BaseModel):
         model_config = pydantic.ConfigDict(extra="forbid")

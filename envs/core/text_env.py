@@ -161,7 +161,24 @@ class TextEnv(LazySeeding):
         raise NotImplementedError(f"{type(self).__name__} has no scripted expert")
 
     def random_action(self, rng: random.Random) -> str:
-        """A uniformly random legal-looking move (text), drawn from `rng`: the noise of a noisy demonstrator."""
+        """A uniformly random legal-looking move (text), drawn from `rng`: the random player of the baselines
+        and the noise of a noisy demonstrator.
+
+        Args:
+            rng: a stdlib ``random.Random`` seeded by the caller per episode (the baseline players, the
+                warm start and ``envs check`` all pass one): draw with ``rng.randint``, ``rng.choice``,
+                ``rng.random``. It is not the env's own ``np_random`` (numpy's Generator, which has
+                ``integers``); for numpy draws use ``numpy.random.default_rng(rng.getrandbits(64))``.
+
+        Returns:
+            The move, as the assistant's reply text.
+
+        >>> import envs, random
+        >>> env = envs.make("guess-number-v0", difficulty="easy")
+        >>> _ = env.reset(seed=0)
+        >>> env.unwrapped.random_action(random.Random(0)).isdigit()
+        True
+        """
         raise NotImplementedError(
             f"{type(self).__name__} has no random_action; set turngym.warm_start.expert_noise=0 for it"
         )

@@ -157,7 +157,9 @@ def _fingerprint(value: Any) -> str:
 def _next_move(env: Any, rng: random.Random) -> Any:
     """The expert's move when the env has an expert, else its random player's, else a plain reply."""
     game = env.unwrapped
-    for move in (game.expert_action, lambda: game.random_action(rng)):
+    from envs.baselines.baseline_players import random_move
+
+    for move in (game.expert_action, lambda: random_move(game, rng)):
         try:
             return move()
         except NotImplementedError:

@@ -73,7 +73,8 @@ def check_in_child(
     """Run the battery on `env_id` in a child process; show each result as it comes; return the exit code.
 
     Args:
-        env_id: A registered env id (known in this process; the child imports `imports` to know it too).
+        env_id: A registered env id (with `imports`, known only once the child has imported them: this
+            process never imports them).
         seeds: Seeds 0..seeds-1.
         env_kwargs: Constructor options.
         imports: Modules the child imports first (`--import`), from the working folder.
@@ -239,12 +240,23 @@ def main() -> int:
     job = json.loads(sys.stdin.read())
     if job["cwd"] not in sys.path:
         sys.path.insert(0, job["cwd"])
-    for module in job["imports"]:
-        importlib.import_module(module)
     import envs
 
-    emit(event="ready")
     env_id, kwargs = job["env_id"], job["kwargs"]
+    for module in job["imports"]:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:  # a module that is not there is the user's mistake (exit 2)
+            emit(event="usage", message=f"--import {module}: {e}")
+            emit(event="done")
+            return 0
+    try:
+        envs.spec(env_id)
+    except envs.UnknownEnvError as e:
+        emit(event="usage", message=f"check {env_id}: {e}")
+        emit(event="done")
+        return 0
+    emit(event="ready")
     watch = CallWatch(lambda what: emit(event="call", what=what))
     if kwargs:  # the options are the user's: a bad one is their mistake (exit 2), not the env's
         try:

@@ -245,6 +245,7 @@ async def _serve(settings: dict[str, Any], control: socket.socket) -> None:
         max_body_bytes=int(settings["max_body_mb"] * 1024 * 1024),
         body_timeout_s=settings["body_timeout_s"],
     )
+    from turngym.serving.head_deadline import head_deadline_protocol
     from turngym.serving.trusted_proxy import uvicorn_proxy_settings
 
     # Handed connections keep their TCP peer, from which uvicorn would believe X-Forwarded-For on
@@ -255,6 +256,8 @@ async def _serve(settings: dict[str, Any], control: socket.socket) -> None:
         log_level=settings["log_level"],
         access_log=False,
         timeout_graceful_shutdown=5,
+        # The front bounds a connection's first head; this bounds every later one on a kept-alive connection.
+        http=head_deadline_protocol(settings["body_timeout_s"]),
         **uvicorn_proxy_settings(settings.get("trusted_proxies") or []),
     )
     server = uvicorn.Server(config)

@@ -58,6 +58,17 @@ print(json.dumps({'status': result.status, 'message': result.message, 'stdout': 
 """
 
 
+def _stdlib_dir() -> str:
+    """The sandbox Python's standard library directory (bound into every sandbox)."""
+    from tools.sandbox.local import default_python
+
+    ask = "import os; print(os.path.dirname(os.__file__))"
+    done = subprocess.run(
+        [default_python(), "-I", "-S", "-c", ask], capture_output=True, text=True, check=True
+    )
+    return os.path.realpath(done.stdout.strip())
+
+
 def _secrets() -> list[str]:
     """A hidden test's expected value from problems.jsonl and a hidden repo-fix line (its catalogue)."""
     rows = [json.loads(line) for line in (REPO / "envs/code/data/problems.jsonl").read_text().splitlines()]
@@ -76,24 +87,29 @@ def test_no_secret_of_an_installed_wheel_is_readable_in_the_sandbox():
     assert len(needles) >= 4
     with installed_wheel() as venv:
         site = next(venv.glob("lib/python3*/site-packages"))
-        # The control: the search finds a string planted in a visible place beside the install.
-        (venv / "planted.txt").write_text(PLANTED)
-        (venv / "planted.txt").chmod(0o644)
+        # The control: the search finds a string planted in a visible place (a code dir the sandbox
+        # binds; the venv itself is out of its view).
+        control = Path(_stdlib_dir()) / f"turngym-planted-{os.getpid()}.txt"
+        control.write_text(PLANTED)
+        control.chmod(0o644)
         assert (site / "envs/code/data/problems.jsonl").is_file()
-        done = subprocess.run(
-            [str(venv / "bin/python"), "-c", DRIVER, str(site), SEARCH, json.dumps(needles)],
-            env=deps_env(venv),
-            cwd="/",
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        try:
+            done = subprocess.run(
+                [str(venv / "bin/python"), "-c", DRIVER, str(site), SEARCH, json.dumps(needles)],
+                env=deps_env(venv),
+                cwd="/",
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        finally:
+            control.unlink()
         assert done.returncode == 0, done.stderr[-2000:]
         result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result["status"] == "ok", result
         report = json.loads(result["stdout"])
     assert report["read"] > 1000  # the walk really read the mounted system
-    assert report["hits"].get(PLANTED) == [str(venv / "planted.txt")]
+    assert str(control) in report["hits"].get(PLANTED, [])  # also seen through the /lib link
     leaked = {n: paths for n, paths in report["hits"].items() if n != PLANTED}
     assert leaked == {}
 
@@ -111,13 +127,39 @@ def test_walk_finds_installs_checkouts_caches_and_archives(tmp_path: Path):
     (tmp_path / "wheels").mkdir()
     (tmp_path / "wheels/turngym-0.1.0-py3-none-any.whl").write_bytes(b"PK")
     (tmp_path / "other/envs/gym").mkdir(parents=True)  # someone else's `envs`: left visible
+    (tmp_path / "lib/envs/code").mkdir(parents=True)  # an `envs` outside any package dir
     found = hidden_paths((str(tmp_path),))
     assert set(found.dirs) == {
-        str(site / "envs"),
+        str(site),  # third-party packages: the sandbox's `python -I -S` never imports them
         str(checkout),  # the whole source tree: build/, tests and .git go with it
-        str(tmp_path / "pycache/usr/lib/python3/dist-packages/envs"),
+        str(tmp_path / "pycache/usr/lib/python3/dist-packages"),
+        str(tmp_path / "lib/envs"),
     }
     assert found.files == (str(tmp_path / "wheels/turngym-0.1.0-py3-none-any.whl"),)
+
+
+def test_walk_covers_archives_by_content_and_copies_by_digest(tmp_path: Path):
+    import gzip
+
+    secret = (REPO / "envs/code/data/problems.jsonl").read_bytes()
+    (tmp_path / "plain.txt").write_text("nothing to see")
+    (tmp_path / "data.bin").write_bytes(gzip.compress(b"x" * 100))  # an archive under any name
+    (tmp_path / "tool").write_bytes(b"#!/usr/bin/env python3\n" + b"PK\x03\x04" + b"PK\x05\x06" + b"\0" * 18)
+    (tmp_path / "copy.dat").write_bytes(secret)
+    (tmp_path / "near.dat").write_bytes(secret[:-1] + b"?")  # same size, other content
+    found = hidden_paths((str(tmp_path),))
+    assert found.files == tuple(str(tmp_path / n) for n in ("copy.dat", "data.bin", "tool"))
+
+
+def test_a_file_rewritten_into_an_archive_is_covered_at_the_next_run(tmp_path: Path):
+    hidden.clear_cache()
+    (tmp_path / "later").write_text("plain for now")
+    _backdate(tmp_path)
+    os.utime(tmp_path / "later", (1e9, 1e9))
+    assert hidden_paths((str(tmp_path),)).files == ()
+    (tmp_path / "later").write_bytes(b"\xfd7zXZ\x00" + b"\0" * 32)  # in place: no entry added
+    assert hidden_paths((str(tmp_path),)).files == (str(tmp_path / "later"),)
+    hidden.clear_cache()
 
 
 LATE_SECRET = "turngym-late-install-secret-7d2e41"
@@ -174,22 +216,22 @@ def change_check(request, monkeypatch):
 
 
 def test_walk_sees_a_copy_added_after_the_first_walk_and_one_removed(tmp_path: Path, change_check):
-    (tmp_path / "deep/a/b/site-packages/other").mkdir(parents=True)
+    (tmp_path / "deep/a/b/lib/other").mkdir(parents=True)
     _backdate(tmp_path)
     assert hidden_paths((str(tmp_path),)).dirs == ()
-    (tmp_path / "deep/a/b/site-packages/envs/repo_fix").mkdir(parents=True)
-    assert hidden_paths((str(tmp_path),)).dirs == (str(tmp_path / "deep/a/b/site-packages/envs"),)
+    (tmp_path / "deep/a/b/lib/envs/repo_fix").mkdir(parents=True)
+    assert hidden_paths((str(tmp_path),)).dirs == (str(tmp_path / "deep/a/b/lib/envs"),)
     _backdate(tmp_path)
-    assert hidden_paths((str(tmp_path),)).dirs == (str(tmp_path / "deep/a/b/site-packages/envs"),)
+    assert hidden_paths((str(tmp_path),)).dirs == (str(tmp_path / "deep/a/b/lib/envs"),)
     (tmp_path / "deep/a/b/turngym-0.2.tar.gz").write_bytes(b"")
     assert hidden_paths((str(tmp_path),)).files == (str(tmp_path / "deep/a/b/turngym-0.2.tar.gz"),)
     _backdate(tmp_path)
-    subprocess.run(["rm", "-rf", str(tmp_path / "deep/a/b/site-packages/envs")], check=True)
+    subprocess.run(["rm", "-rf", str(tmp_path / "deep/a/b/lib/envs")], check=True)
     assert hidden_paths((str(tmp_path),)).dirs == ()
 
 
 def test_an_unchanged_tree_is_walked_once(tmp_path: Path, monkeypatch, change_check):
-    (tmp_path / "site-packages/envs/code").mkdir(parents=True)
+    (tmp_path / "lib/envs/code").mkdir(parents=True)
     _backdate(tmp_path)
     first = hidden_paths((str(tmp_path),))
     walks = []

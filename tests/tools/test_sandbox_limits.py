@@ -372,7 +372,7 @@ def test_bubblewrap_failure_is_a_sandbox_error():
 def test_limits_report_says_what_holds():
     report = LocalSandbox(memory_mb=256).limits_report()
     assert set(report) == {"isolation", "memory", "processes", "cpu", "disk", "tmp", "hidden data"}
-    assert "covered in every mounted dir" in report["hidden data"]
+    assert "only the system's code dirs are mounted" in report["hidden data"]
     if HAVE_CGROUPS:
         assert "per run" in report["memory"] and "cgroup" in report["memory"]
     fallback = LocalSandbox(memory_mb=256, cgroups=False).limits_report()

@@ -53,7 +53,7 @@ def test_learning_bench_reads_the_train_real_target():
     assert bench.make_train_arguments("train-real")[:3] == [
         "env=guess-number-shaped",
         f"model={NAME}",
-        "algorithm=turn-grpo",
+        "algorithm=turn-gigpo",
     ]
     assert bench.make_train_arguments("train") == ["env=guess-number"]
     with pytest.raises(SystemExit, match="no-such-target"):

@@ -7,23 +7,12 @@ import shutil
 import subprocess
 import threading
 
+from tools.sandbox.code_view import TOP_LINKS, code_view
 from tools.sandbox.hidden import hidden_paths
 from tools.sandbox.limits import IS_ROOT, Limits
 from tools.sandbox.spawn import SECCOMP_FD_SLOT, spawn
 
 SANDBOX_DIR = "/sandbox"  # where the private work dir appears inside bubblewrap
-
-# Host paths bound read-only into the sandbox (when they exist). /etc is not bound whole: only what
-# loaders and compilers read.
-_RO_PATHS = (
-    "/usr",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/alternatives",
-    "/etc/localtime",
-)
-_TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 
 
 _bwrap_probe: dict[str, str] = {}
@@ -78,9 +67,9 @@ def bwrap_path(exe: str | None = None) -> str | None:
 
 
 def mounted_paths(extra_ro: tuple[str, ...] = ()) -> list[str]:
-    """The host paths bwrap_argv binds read-only into the sandbox (those that exist here)."""
-    mounted = [p for p in (*_RO_PATHS, *extra_ro) if os.path.exists(p)]
-    return mounted + [p for p in _TOP_LINKS if os.path.isdir(p) and not os.path.islink(p)]
+    """The host paths bwrap_argv binds read-only into the sandbox (those that exist here): the system's
+    code directories and `extra_ro` (`tools.sandbox.code_view`), never its data trees."""
+    return code_view(None, extra_ro)
 
 
 def secret_masks(mounted: tuple[str, ...]) -> list[str]:
@@ -106,8 +95,8 @@ def bwrap_argv(
     shm_mb: int = 64,
     hardened: bool = True,
 ) -> list[str]:
-    """bubblewrap command: no network, read-only system with turngym's hidden data covered
-    (`secret_masks`), size-capped private /tmp and /dev/shm, the work dir, own PID namespace; `hardened`
+    """bubblewrap command: no network, the system's code read-only (`mounted_paths`) with turngym's
+    hidden data covered (`secret_masks`), size-capped private /tmp and /dev/shm, the work dir, own PID namespace; `hardened`
     adds --disable-userns and the seccomp filter (the default)."""
     argv = [exe, "--unshare-all", "--die-with-parent", "--new-session"]
     if hardened:
@@ -115,11 +104,15 @@ def bwrap_argv(
         argv += ["--unshare-user", "--disable-userns", "--seccomp", SECCOMP_FD_SLOT]
     mounted = mounted_paths(extra_ro)
     for path in mounted:
-        argv += ["--ro-bind", path, path]
-    for path in _TOP_LINKS:
+        if os.path.islink(path):
+            # Bound, a link would show its whole target (`/usr/lib64 -> lib` is all of /usr/lib).
+            argv += ["--symlink", os.readlink(path), path]
+        else:
+            argv += ["--ro-bind", path, path]
+    for path in TOP_LINKS:
         if os.path.islink(path):
             argv += ["--symlink", os.readlink(path), path]
-    argv += secret_masks(tuple(mounted))
+    argv += secret_masks(tuple(p for p in mounted if not os.path.islink(p)))
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     # --dev's own /dev/shm is a tmpfs of half the host's RAM: replace it with a capped one.
     argv += ["--size", str(shm_mb * 1024 * 1024), "--tmpfs", "/dev/shm"]

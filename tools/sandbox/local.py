@@ -18,6 +18,7 @@ from tools.sandbox.bwrap import SANDBOX_DIR, bwrap_argv, bwrap_problem, mounted_
 from tools.sandbox.capped_run import run_capped
 from tools.sandbox.cgroup import RunCgroup, sweep_stale
 from tools.sandbox.cgroup import support as cgroup_support
+from tools.sandbox.code_view import python_parts
 from tools.sandbox.deferred import defer
 from tools.sandbox.hidden import hidden_paths
 from tools.sandbox.limits import IS_ROOT, Limits
@@ -241,8 +242,8 @@ class LocalSandbox:
             _sweep_once()
         _sweep_workdirs_once(workdir_base)
         real = os.path.realpath(self.python)
-        prefix = os.path.dirname(os.path.dirname(real))
-        self._extra_ro = () if real.startswith("/usr/") else (prefix,)
+        # Its executable, standard library and libpython: what `-I -S` reads (`code_view`).
+        self._extra_ro = python_parts(real)
         if self.bwrap:
             self._check_masks(real)
 
@@ -323,8 +324,9 @@ class LocalSandbox:
             )
         found = self._hidden()
         return (
-            f"turngym's hidden tests and templates covered in every mounted dir "
-            f"({len(found.dirs)} dirs, {len(found.files)} archives found under {', '.join(found.roots)})"
+            f"only the system's code dirs are mounted ({', '.join(found.roots)}); inside them "
+            f"{len(found.dirs)} package or turngym dirs and {len(found.files)} archives or copies of "
+            "hidden files are covered"
         )
 
     def _workdir_note(self) -> str:

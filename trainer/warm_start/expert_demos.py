@@ -23,6 +23,29 @@ TALK_REPLY = "Let me think."
 # Enough error -> talk pairs to show that a talker keeps talking, fewer tokens than an expert's game.
 TALK_TURNS = 3
 OTHER_PLAYERS = ("random", "talk")
+PLAYER_NAMES = {"expert": "scripted expert", "random": "random player", "talk": "talker"}
+
+
+class DemoEpisodeError(RuntimeError):
+    """An env raised while a demonstration was played: which env, seed and player, and what it raised.
+
+    The original exception is the ``__cause__`` (its traceback names the env's file and line).
+    """
+
+    def __init__(self, env_id: str, seed: int, player: str, error: BaseException) -> None:
+        self.env_id, self.seed, self.player, self.error = env_id, seed, player, error
+        super().__init__(
+            f"{env_id} raised {type(error).__name__}: {' '.join(str(error).split())[:300]} "
+            f"in an episode of its {PLAYER_NAMES.get(player, player)} (seed {seed}){_where(error)}"
+        )
+
+
+def _where(error: BaseException) -> str:
+    """`` (at file:line)``: the innermost frame the exception passed through, or nothing."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
 def demonstrator_problem(noise: float, expert_share: float, other_player: str) -> str | None:
@@ -69,11 +92,13 @@ def expert_episode(env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32
     With `noise` > 0 the demonstrator is epsilon-greedy: each move is the env's `random_action`
     with that probability (drawn from a generator seeded by `seed`, so demos are reproducible).
     """
+    from envs.baselines.baseline_players import random_move
+
     rng = random.Random(seed)
 
     def move(game: Any) -> str:
         if noise and rng.random() < noise:
-            return game.random_action(rng)
+            return random_move(game, rng)
         return game.expert_action()
 
     return play_episode(env_id, env_kwargs, seed, move, max_turns)
@@ -103,6 +128,9 @@ def write_demonstrations(
 
     Only `expert_share` of the episodes, spread evenly, are the expert's. `other_player` plays the
     rest: "random" (the env's random_action on every move) or "talk" (`talker_episode`).
+
+    Raises:
+        DemoEpisodeError: an env raised while an episode was played (nothing is written then).
     """
     problem = demonstrator_problem(noise, expert_share, other_player)
     if problem:
@@ -119,12 +147,16 @@ def write_demonstrations(
         expert_episodes += by_expert
         kind = EpisodeKind.from_entry(entry)
         kwargs = dict(kind.kwargs)
-        if by_expert:
-            convo, tools, total = expert_episode(kind.env_id, kwargs, seed + index, noise=noise)
-        elif other_player == "random":  # noise 1: every move is random_action
-            convo, tools, total = expert_episode(kind.env_id, kwargs, seed + index, noise=1.0)
-        else:
-            convo, tools, total = talker_episode(kind.env_id, kwargs, seed + index)
+        player = "expert" if by_expert else other_player
+        try:
+            if by_expert:
+                convo, tools, total = expert_episode(kind.env_id, kwargs, seed + index, noise=noise)
+            elif other_player == "random":  # noise 1: every move is random_action
+                convo, tools, total = expert_episode(kind.env_id, kwargs, seed + index, noise=1.0)
+            else:
+                convo, tools, total = talker_episode(kind.env_id, kwargs, seed + index)
+        except Exception as exc:  # the env's own bug: named with its seed and player, the traceback kept
+            raise DemoEpisodeError(kind.env_id, seed + index, player, exc) from exc
         rows.append(
             {
                 "messages": [_sft_message(m) for m in convo],

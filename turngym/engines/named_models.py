@@ -39,6 +39,9 @@ GGUF_PREFIX = "gguf:"
 EMBEDDED = "embedded"
 CACHE_ENV = "TURNGYM_CACHE"
 RECORD = "turngym-model.json"
+#: The field of a model server's `/get_model_info` and of each `/v1/models` entry that names the model as
+#: turngym knows it (`model_name_of`): turngym's server adds it; SGLang's and others' do not.
+SERVED_MODEL_FIELD = "turngym_model"
 # Bumped when a conversion writes different files from the same GGUF: older cache entries are redone.
 CONVERSION_FORMAT = 2
 # The GGUF's own special-token ids; transformers 5.10's GGUF tokenizer loader loses some of them (for
@@ -103,6 +106,63 @@ def is_model_name(model: str | os.PathLike | None) -> bool:
 def is_embedded(model: str | os.PathLike | None) -> bool:
     """Whether ``model`` means the embedded tiny model (not given, or ``embedded``)."""
     return not model or model == EMBEDDED
+
+
+def model_name_of(model: str | os.PathLike | None) -> str | None:
+    """The model name a model, given by name or as a directory, is known by; None for any other model.
+
+    A server reports the directory it loaded, not the name it was started with: the embedded model's
+    directory (any chat template) is ``embedded``, and a directory this module converted is the named
+    model its record names. Settings tuned for a named model (its budgets) then follow it to any engine.
+
+    Args:
+        model: a model name (``embedded``, a key of ``NAMED_MODELS``) or a model directory; None or an
+            empty string is the embedded model, as everywhere a model is optional.
+
+    Returns:
+        ``embedded``, a key of ``NAMED_MODELS``, or None (another model, a ``gguf:<file>`` of no named
+        model, or a directory this machine cannot read).
+
+    >>> model_name_of(None), model_name_of("smollm2-135m-instruct"), model_name_of("/no/such/folder")
+    ('embedded', 'smollm2-135m-instruct', None)
+    """
+    if is_embedded(model):
+        return EMBEDDED
+    if isinstance(model, str) and model in NAMED_MODELS:
+        return model
+    from turngym.engines.embedded_model import is_embedded_model_dir
+
+    path = Path(model)
+    try:
+        if is_embedded_model_dir(path):
+            return EMBEDDED
+        recorded = json.loads((path / RECORD).read_text()).get("model")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return recorded if recorded in NAMED_MODELS else None
+
+
+def served_model_name(entry: dict, path_key: str) -> str | None:
+    """The model name a server's description of its model gives (`model_name_of`), or None.
+
+    Args:
+        entry: SGLang's `/get_model_info` answer or one `/v1/models` entry.
+        path_key: the field holding the model's path or id there (``model_path``, ``id``).
+
+    Returns:
+        The server's own ``turngym_model`` when it says one; else the name of the directory at
+        ``entry[path_key]`` when this machine holds it (a server on loopback); else None.
+
+    >>> served_model_name({"model_path": "/m", "turngym_model": "embedded"}, "model_path")
+    'embedded'
+    >>> served_model_name({"id": "gpt-4o-mini"}, "id") is None
+    True
+    """
+    said = entry.get(SERVED_MODEL_FIELD)
+    if isinstance(said, str) and (said == EMBEDDED or said in NAMED_MODELS):
+        return said
+    where = entry.get(path_key)
+    return model_name_of(where) if isinstance(where, str) and where else None
 
 
 def models_cache_dir() -> Path:

@@ -24,6 +24,7 @@ import time
 import uuid
 from typing import Any
 
+from turngym.engines.named_models import SERVED_MODEL_FIELD
 from turngym.serving import RequestError, parse_json_object, read_body
 
 # Fields a request may carry that change nothing here (or are read by name below).
@@ -316,11 +317,11 @@ async def completions(server: Any, request: Any) -> dict[str, Any]:
 
 
 async def models(server: Any, _request: Any) -> dict[str, Any]:
-    """GET /v1/models: the one model this server serves."""
-    return {
-        "object": "list",
-        "data": [{"id": str(server.engine.name), "object": "model", "created": 0, "owned_by": "turngym"}],
-    }
+    """GET /v1/models: the one model this server serves, with its turngym name when it has one
+    (``turngym_model``: ``embedded`` or a named model, else None), as servers add fields of their own."""
+    entry = {"id": str(server.engine.name), "object": "model", "created": 0, "owned_by": "turngym"}
+    entry[SERVED_MODEL_FIELD] = getattr(server, "model_name", None)
+    return {"object": "list", "data": [entry]}
 
 
 OPENAI_ROUTES = [

@@ -220,6 +220,22 @@ class OpenAIEngine(SGLangEngine):
         extra.update({k: usage[k] for k in ("prompt_tokens", "completion_tokens") if k in usage})
         return Generation(token_ids=ids, log_probs=None, stop_reason=reason, extra_fields=extra)
 
+    async def served_model(self) -> str | None:
+        """The name turngym knows the served model by (``embedded``, a named model), else None.
+
+        Asks ``GET /v1/models`` and reads the entry whose id is `model` (or the only one): its
+        ``turngym_model`` when turngym's server answers, else its id looked up as a model directory.
+
+        Raises:
+            EngineError: the server gave no JSON answer within the deadline.
+        """
+        from turngym.engines.named_models import served_model_name
+
+        listing = await self._get_json(self._path.replace("chat/completions", "models"))
+        entries = [e for e in listing.get("data") or [] if isinstance(e, dict)]
+        chosen = [e for e in entries if e.get("id") == self.model] or (entries if len(entries) == 1 else [])
+        return served_model_name(chosen[0], "id") if chosen else None
+
     async def ready(self) -> bool:
         """True when the server answers `GET /v1/models` with 200."""
         return await self._answers_ok(self._path.replace("chat/completions", "models"))

@@ -4,7 +4,8 @@
 Implements `POST /generate` (input_ids, or text tokenized as plain text: unlike SGLang, special-token
 strings in `text` stay text, so a rendered chat prompt must come as input_ids; strictly validated
 `sampling_params`, `return_logprob`, `rid`), `GET /health`, `GET /health_generate`, `GET /ready` and
-`GET /get_model_info` with SGLang's field names, so `SGLangEngine` (and anything written for SGLang)
+`GET /get_model_info` with SGLang's field names (plus `turngym_model`: `embedded` or a named model's name,
+which `rollout.eval engine=sglang|openai` reads to use that model's budgets), so `SGLangEngine` (and anything written for SGLang)
 can drive the tiny model on a CPU. The OpenAI routes (turngym/engines/openai_api.py) serve any OpenAI
 client, turngym's own `engine=openai` included: `rollout.eval engine=openai url=http://127.0.0.1:30000
 model=embedded`; they answer non-streaming requests only (`stream: true` is refused with 400).
@@ -28,6 +29,7 @@ from typing import Any
 
 from turngym.common.cli_errors import ArgumentParser, UsageError, run_cli
 from turngym.engines.engine import sampling_problem
+from turngym.engines.named_models import SERVED_MODEL_FIELD
 from turngym.engines.openai_api import OPENAI_ROUTES
 from turngym.engines.sglang_engine import SGLANG_SAMPLING_KEYS
 from turngym.serving import (
@@ -73,13 +75,15 @@ def _validate_sampling(params: Any) -> dict[str, Any]:
 
 @dataclass
 class ModelServer:
-    """What the handlers share: the engine, its tokenizer's text encoder, the gate and the body limits."""
+    """What the handlers share: the engine, its tokenizer's text encoder, the gate and the body limits, and
+    the model's name when it is one turngym knows (`turngym.engines.named_models.model_name_of`)."""
 
     engine: Any
     text_encoder: Any
     gate: AdmissionGate
     max_body_bytes: int
     body_timeout_s: float
+    model_name: str | None = None
 
 
 # --- the handlers: one per route -----------------------------------------------------------------------
@@ -156,8 +160,14 @@ async def health_generate(server: ModelServer, _request: Any) -> Any:
 
 
 async def model_info(server: ModelServer, _request: Any) -> dict[str, Any]:
-    """GET /get_model_info: SGLang's model description."""
-    return {"model_path": server.engine.name, "tokenizer_path": server.engine.name, "is_generation": True}
+    """GET /get_model_info: SGLang's model description, and ``turngym_model``: the model's name when it is
+    the embedded or a named model (None otherwise), so a client picks that model's budgets."""
+    return {
+        "model_path": server.engine.name,
+        "tokenizer_path": server.engine.name,
+        "is_generation": True,
+        SERVED_MODEL_FIELD: server.model_name,
+    }
 
 
 async def flush_cache(_server: ModelServer, _request: Any) -> Any:
@@ -202,6 +212,7 @@ def create_app(
         and the gate.
     """
     from turngym.chat.encoder import ChatEncoder
+    from turngym.engines.named_models import model_name_of
 
     server = ModelServer(
         engine=engine,
@@ -211,6 +222,7 @@ def create_app(
         ),
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         body_timeout_s=body_timeout_s,
+        model_name=model_name_of(str(engine.name)),
     )
     app = make_app(
         [(method, path, functools.partial(handler, server)) for method, path, handler in ROUTES],

@@ -167,6 +167,45 @@ class SGLangEngine:
                 return True
         return False
 
+    async def served_model(self) -> str | None:
+        """The name of the model the server serves, when turngym knows it (``embedded``, a named model).
+
+        Asks ``GET /get_model_info``: turngym's server answers ``turngym_model``; for SGLang's own the
+        ``model_path`` is looked up on this machine (`turngym.engines.named_models.served_model_name`).
+
+        Returns:
+            The name, or None for any other model.
+
+        Raises:
+            EngineError: the server gave no JSON answer within the deadline.
+        """
+        from turngym.engines.named_models import served_model_name
+
+        return served_model_name(await self._get_json("/get_model_info"), "model_path")
+
+    async def _get_json(self, path: str) -> dict[str, Any]:
+        """GET `path` once under the request deadline, its reply read up to the cap: a JSON object."""
+        where = f"{self.url}{path}"
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                async with self._client().stream("GET", path) as r:
+                    body = await read_capped(r, self.max_reply_bytes, where)
+        except TimeoutError:
+            raise EngineError(f"{where} gave no answer within {self.deadline_s:g} s") from None
+        except httpx.TransportError as exc:
+            raise EngineError(f"{where} is unreachable: {type(exc).__name__}: {exc}") from None
+        if r.status_code >= 400:
+            raise EngineError(
+                f"{where} answered HTTP {r.status_code}: {body[:200].decode('utf-8', 'replace')}"
+            )
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise EngineError(f"{where} answered no JSON object: {body[:200].decode('utf-8', 'replace')!r}")
+        return answer
+
     async def _answers_ok(self, path: str) -> bool:
         # Only the status is wanted: the body is never read, and the deadline bounds trickled headers.
         try:

@@ -140,9 +140,10 @@ def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> No
     """Serve `app` with uvicorn on `args.host:args.port` until interrupted (Ctrl-C: `KeyboardInterrupt`
     once the server has shut down, so `run_cli` prints one line and exits 130).
 
-    uvicorn (0.54) has no deadline for a request's headers, so none is set: a client that never finishes
-    them holds one socket (h11 buffers at most 16 KB of them) and nothing else, until it hangs up. Body
-    deadlines are `read_body`'s. `X-Forwarded-For` is believed only from `--trusted-proxy` addresses
+    Every request head (the first of a connection and each later one on a kept-alive connection) must
+    arrive whole within `--body-timeout`, or the connection is closed
+    (`turngym.serving.head_deadline`; uvicorn 0.54 has no such deadline). Body deadlines are
+    `read_body`'s. `X-Forwarded-For` is believed only from `--trusted-proxy` addresses
     (`turngym.serving.trusted_proxy`).
 
     Args:
@@ -153,6 +154,8 @@ def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> No
     import signal
 
     import uvicorn
+
+    from turngym.serving.head_deadline import head_deadline_protocol
 
     class _Server(uvicorn.Server):
         # uvicorn shuts down on Ctrl-C and returns as if nothing happened (exit 0); the signal is kept so
@@ -171,6 +174,7 @@ def run_server(app: Any, args: argparse.Namespace, *, graceful_s: int = 5) -> No
             log_level=args.log_level,
             access_log=False,
             timeout_graceful_shutdown=graceful_s,
+            http=head_deadline_protocol(args.body_timeout),
             **uvicorn_proxy_settings(check_trusted_proxies(getattr(args, "trusted_proxies", None))),
         )
     )

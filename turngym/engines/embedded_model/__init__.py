@@ -19,7 +19,7 @@ Importing this package loads no torch or transformers; building does.
 from __future__ import annotations
 
 from turngym.engines.embedded_model.chat_templates import CHAT_TEMPLATES
-from turngym.engines.embedded_model.model import MODEL_CONFIG, build_embedded_model
+from turngym.engines.embedded_model.model import MODEL_CONFIG, build_embedded_model, is_embedded_model_dir
 from turngym.engines.embedded_model.tokenizer import SPECIAL_TOKENS, STOP_TOKENS, VOCAB_SIZE
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "STOP_TOKENS",
     "VOCAB_SIZE",
     "build_embedded_model",
+    "is_embedded_model_dir",
     "main",
 ]
 

@@ -95,6 +95,15 @@ def _build(dest: Path, template: str) -> None:
     )
 
 
+def is_embedded_model_dir(path: str | os.PathLike) -> bool:
+    """Whether `path` is a built embedded-model directory (any chat template), by its build marker.
+
+    >>> is_embedded_model_dir("/no/such/folder")
+    False
+    """
+    return (Path(path) / _DONE_MARKER).is_file()
+
+
 def build_embedded_model(path: str | os.PathLike | None = None, template: str = "chatml") -> Path:
     """Build (once) and return the directory of the tiny embedded model with the given chat template."""
     if template not in CHAT_TEMPLATES:
