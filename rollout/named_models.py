@@ -15,6 +15,7 @@ from turngym.engines.named_models import (
     NAMED_MODELS,
     RECORD,
     SAVED_DTYPE,
+    SERVED_MODEL_FIELD,
     GGUFInfo,
     MissingPackageError,
     ModelSourceError,
@@ -26,14 +27,17 @@ from turngym.engines.named_models import (
     is_embedded,
     is_model_name,
     main,
+    model_name_of,
     models_cache_dir,
     read_gguf_info,
     resolve_named_model,
+    served_model_name,
 )
 
 __all__ = [
     "CACHE_ENV",
     "CONVERSION_FORMAT",
+    "SERVED_MODEL_FIELD",
     "EMBEDDED",
     "GGUFInfo",
     "GGUF_PREFIX",
@@ -51,9 +55,11 @@ __all__ = [
     "is_embedded",
     "is_model_name",
     "main",
+    "model_name_of",
     "models_cache_dir",
     "read_gguf_info",
     "resolve_named_model",
+    "served_model_name",
 ]
 
 warnings.warn(

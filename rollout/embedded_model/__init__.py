@@ -14,6 +14,7 @@ from turngym.engines.embedded_model import (
     STOP_TOKENS,
     VOCAB_SIZE,
     build_embedded_model,
+    is_embedded_model_dir,
     main,
 )
 
@@ -24,6 +25,7 @@ __all__ = [
     "STOP_TOKENS",
     "VOCAB_SIZE",
     "build_embedded_model",
+    "is_embedded_model_dir",
     "main",
 ]
 
