@@ -57,9 +57,14 @@ train-real-tools: install
 
 # The same model on the four text games (guess-number, wordle, maze, tic-tac-toe), text moves only (the
 # games' action tools would put ~300 tokens of schemas in every prompt). It ends with a table per game:
-# zero-shot (step 0) and trained, beside the random player and the expert on the same 128 episodes.
+# zero-shot (step 0) and trained, beside the random player and the expert on the same 320 held-out
+# episodes (128 guess-number, 64 of each other game), with make train-real's group shape and schedule.
 train-real-games: install
-	$(BIN)/python -m trainer.run env=text-game-curriculum model=smollm2-135m-instruct env.kwargs.action_tool=false env.val_episodes=128 turngym.output_dir=outputs/text-game-smollm2
+	$(BIN)/python -m trainer.run env=text-game-curriculum model=smollm2-135m-instruct env.kwargs.action_tool=false \
+		algorithm=turn-gigpo algorithm.turn_credit.step_group=batch data.train_batch_size=8 actor_rollout_ref.rollout.n=4 \
+		actor_rollout_ref.actor.ppo_mini_batch_size=8 actor_rollout_ref.actor.optim.lr_scheduler_type=cosine \
+		actor_rollout_ref.actor.optim.min_lr_ratio=0.1 env.val_episodes=320 trainer.test_freq=20 \
+		turngym.output_dir=outputs/text-game-smollm2
 
 experts: install
 	$(BIN)/python -m envs experts
