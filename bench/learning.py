@@ -340,6 +340,80 @@ def real_model_criterion(rows: dict[str, dict[str, float]]) -> tuple[bool, str]:
     )
 
 
+# What `--target train-real-games` is judged on (the four games, as validation plays them: easy, text
+# moves, no shaping, temperature 1): the trained model's 95 % interval starts above the random player's
+# success on at least 3 of the 4 games, and guess-number reaches at least 2x random.
+GAMES_BEATEN_NEEDED = 3
+GAMES = ("guess-number-v0", "wordle-v0", "maze-v0", "tic-tac-toe-v0")
+
+
+def games_verdict(
+    final: dict[str, float], episodes: dict[str, int], random_rate: dict[str, float]
+) -> tuple[bool, list[str]]:
+    """Whether a games run meets the criterion, with one line per game and the verdict.
+
+    Args:
+        final: {env id: success} at the last validation.
+        episodes: {env id: validation episodes}.
+        random_rate: {env id: the random player's success on the same episodes}.
+
+    Returns:
+        (met, lines).
+
+    >>> ok, lines = games_verdict({"guess-number-v0": 0.7, "maze-v0": 0.05, "wordle-v0": 0.0,
+    ...     "tic-tac-toe-v0": 0.5}, {g: 64 for g in GAMES}, {"guess-number-v0": 0.3, "maze-v0": 0.0,
+    ...     "wordle-v0": 0.04, "tic-tac-toe-v0": 0.3})
+    >>> ok, lines[-1]
+    (True, 'games beaten with confidence: 3 of 4 (>= 3); guess-number 70.0% against 2x random 60.0%: PASS')
+    """
+    lines, beaten = [], 0
+    for game in GAMES:
+        rate, n, base = final.get(game), episodes.get(game, 0), random_rate.get(game)
+        if rate is None or base is None or not n:
+            lines.append(f"{game}: not validated")
+            continue
+        lo, hi = wilson_interval(rate, n)
+        above = lo > base
+        beaten += above
+        lines.append(
+            f"{game}: {rate:.1%} (95 % {lo:.1%}-{hi:.1%}) of {n}, random {base:.1%}: "
+            + ("beaten with confidence" if above else "not beaten with confidence")
+        )
+    guess, guess_random = final.get("guess-number-v0", 0.0), random_rate.get("guess-number-v0", 1.0)
+    ok = beaten >= GAMES_BEATEN_NEEDED and guess >= 2 * guess_random
+    lines.append(
+        f"games beaten with confidence: {beaten} of {len(GAMES)} (>= {GAMES_BEATEN_NEEDED}); guess-number "
+        f"{guess:.1%} against 2x random {2 * guess_random:.1%}: {'PASS' if ok else 'FAIL'}"
+    )
+    return ok, lines
+
+
+def print_games_verdict(out: Path) -> bool:
+    """The games criterion of a finished `train-real-games` run, from its last validation."""
+    from omegaconf import OmegaConf
+
+    from rollout.episode_budgets import run_turn_limit
+    from trainer.behaviour_metrics import validation_success
+    from trainer.learning_table import baseline_success, validation_episodes
+
+    records = [r for r in _records(out / "metrics.jsonl") if validation_success(r)]
+    if not records:
+        print("no validation to judge")
+        return False
+    max_turns = run_turn_limit(OmegaConf.load(out / "config.yaml"))
+    by_source = validation_episodes(out / "data" / "val.parquet")
+    random_rate = {}
+    for source, eps in by_source.items():
+        wins, played = baseline_success(eps, max_turns).get("random", (0, 0))
+        random_rate[source] = wins / played if played else 0.0
+    ok, lines = games_verdict(
+        validation_success(records[-1]), {s: len(e) for s, e in by_source.items()}, random_rate
+    )
+    print(f"games criterion at step {records[-1]['step']}:")
+    print("\n".join(lines))
+    return ok
+
+
 def print_held_out(out: Path, episodes: int, evaluate: bool) -> bool:
     """Zero-shot and trained model on the plain env's held-out seeds beside the trivial players."""
     from rollout.baseline_table import format_comparison
@@ -390,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     held_out = args.held_out if args.held_out is not None else (128 if args.target == "train-real" else 0)
     if args.parse:
         print_summary(summarize(args.parse))
+        if args.target == "train-real-games":
+            print_games_verdict(args.parse)
         if held_out:
             print_held_out(args.parse, held_out, evaluate=True)
         return 0
@@ -410,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     from phase_bound import phase_bounds
 
     print("\n".join(phase_bounds(args.out)))
+    if args.target == "train-real-games" and code == 0:
+        print_games_verdict(args.out)
     if held_out and code == 0:
         print_held_out(args.out, held_out, evaluate=True)
     return code
