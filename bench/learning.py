@@ -393,8 +393,8 @@ def print_games_verdict(out: Path) -> bool:
     from omegaconf import OmegaConf
 
     from rollout.episode_budgets import run_turn_limit
-    from trainer.behaviour_metrics import validation_success
-    from trainer.learning_table import baseline_success, validation_episodes
+    from trainer.report.behaviour_metrics import validation_success
+    from trainer.report.learning_table import baseline_success, validation_episodes
 
     records = [r for r in _records(out / "metrics.jsonl") if validation_success(r)]
     if not records:
