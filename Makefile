@@ -59,6 +59,7 @@ train-real-tools: install
 # games' action tools would put ~300 tokens of schemas in every prompt). It ends with a table per game:
 # zero-shot (step 0) and trained, beside the random player and the expert on the same 320 held-out
 # episodes (128 guess-number, 64 of each other game), with make train-real's group shape and schedule.
+# docs/trainer.md has its runs: it does not yet beat the random player on 3 of the 4 games.
 train-real-games: install
 	$(BIN)/python -m trainer.run env=text-game-curriculum model=smollm2-135m-instruct env.kwargs.action_tool=false \
 		algorithm=turn-gigpo algorithm.turn_credit.step_group=batch data.train_batch_size=8 actor_rollout_ref.rollout.n=4 \
