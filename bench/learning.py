@@ -7,6 +7,8 @@
                                                    # zero-shot and trained on 128 held-out seeds of the plain
                                                    # game beside the random player and the expert, and the
                                                    # strategy read from the episodes
+    python bench/learning.py --target train-real-games   # the four games on the real model, then the
+                                                   # games criterion from the run's last validation
 
 For every validation: held-out success and reward over all validation episodes (sampled with verl's
 val_kwargs, and greedy when `turngym.val_greedy` wrote greedy copies), and the share that ended by
