@@ -134,6 +134,22 @@ def test_the_torch_engine_learns_the_expert_replies_and_keeps_the_base_tokenizer
     assert reply.strip() == convo[2]["content"] == "10"
 
 
+def test_the_torch_engine_runs_in_a_child_whose_failure_is_one_error_and_leaves_no_model(tmp_path):
+    """The loop runs out of the trainer's process (its memory goes back when it ends): the losses come
+    back through the metrics file, and a crash in the child is a WarmStartError naming its log."""
+    from trainer.warm_start.runner import WarmStartError, finished_warm_start, warm_start
+
+    entries = [{"id": "guess-number-v0", "weight": 1.0, "kwargs": {"difficulty": "easy"}}]
+    missing = tmp_path / "no-such-model"
+    missing.mkdir()
+    with pytest.raises(WarmStartError) as info:
+        warm_start(missing, tmp_path / "out", entries, **{**SMALL, "episodes": 4, "engine": "torch"})
+    message = str(info.value)
+    assert message.startswith("the warm start's SFT loop exited with 1") and "sft.log" in message
+    assert "Traceback" in message  # the child's own last lines, not a bare exit code
+    assert finished_warm_start(tmp_path / "out") is None and not (tmp_path / "out" / "model").exists()
+
+
 def test_warm_start_engine_is_checked_before_any_work():
     from trainer.checks.config_error import ConfigError
     from trainer.compose import compose_config

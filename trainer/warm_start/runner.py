@@ -12,7 +12,8 @@ Two engines fine-tune (``turngym.warm_start.engine``; ``auto`` picks torch on a 
   Ray starts. Any key of verl's ``sft_trainer_engine`` config can be overridden through
   ``turngym.warm_start.overrides``.
 - ``torch``: :mod:`trainer.warm_start.sft_loop`, a single-process loop over the same dataset class, for small
-  models on a CPU where verl's sharding machinery costs more than the model.
+  models on a CPU where verl's sharding machinery costs more than the model. It too runs in a child
+  (:mod:`trainer.warm_start.sft_loop_process`), so the RL run does not carry the loop's memory.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from trainer.warm_start.sft_loop import MIN_LR_RATIO, WEIGHT_DECAY, run_sft_loop, sft_steps
+from trainer.warm_start.sft_loop import MIN_LR_RATIO, WEIGHT_DECAY, sft_steps
 from turngym.serving.loopback_server import free_port
 
 DONE_MARKER = "turngym_warm_start.json"
@@ -41,7 +42,7 @@ POLL_SECONDS = 0.5
 
 
 class WarmStartError(RuntimeError):
-    """verl's SFT trainer failed; the message carries the end of its output."""
+    """The SFT child process failed; the message carries the end of its output."""
 
 
 def finished_warm_start(out_dir: str | Path) -> Path | None:
@@ -152,36 +153,48 @@ def _worker_env(device: str, metrics_file: Path) -> dict[str, str]:
     return env
 
 
-def _run_worker(config_file: Path, device: str, log_file: Path, total_steps: int) -> list[float]:
-    """Run verl's SFT trainer in a child process, echoing each step's loss as verl logs it; returns the losses.
+def _run_child(command: list[str], env: dict[str, str], log_file: Path, total_steps: int, what: str) -> list[float]:
+    """Run one SFT engine in a child process, echoing each step's loss as it logs it; returns the losses.
 
-    Raises WarmStartError when it fails.
+    Args:
+        command: The child's command line; it appends ``{"step", "data": {"train/loss"}}`` lines to
+            ``SFT_METRICS`` beside `log_file`.
+        env: The child's environment.
+        log_file: Where the child's output goes.
+        total_steps: Optimizer steps, for the progress bar.
+        what: The engine, named in an error.
+
+    Returns:
+        The loss of every step.
+
+    Raises:
+        WarmStartError: the child exited with an error (the message ends with its last lines).
     """
     metrics_file = log_file.parent / SFT_METRICS
     metrics_file.unlink(missing_ok=True)  # losses of an earlier attempt are not this one's
     losses: list[float] = []
     offset = 0
     bar = LossBar(total_steps)
-    command = [sys.executable, "-m", "trainer.warm_start.worker", str(config_file)]
     with log_file.open("w") as log:
-        process = subprocess.Popen(
-            command, env=_worker_env(device, metrics_file), stdout=log, stderr=subprocess.STDOUT
-        )
-        while True:
-            code = process.poll()  # before the read: after an exit, one more read sees the last lines
-            steps, offset = _logged_losses(metrics_file, offset)
-            for step, loss in steps:
-                losses.append(loss)
-                bar(step, total_steps, loss)
-            if code is not None:
-                break
-            time.sleep(POLL_SECONDS)
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while True:
+                code = process.poll()  # before the read: after an exit, one more read sees the last lines
+                steps, offset = _logged_losses(metrics_file, offset)
+                for step, loss in steps:
+                    losses.append(loss)
+                    bar(step, total_steps, loss)
+                if code is not None:
+                    break
+                time.sleep(POLL_SECONDS)
+        finally:
+            if process.poll() is None:  # the run was interrupted: the child goes with it
+                process.kill()
+                process.wait()
     bar.close()
     if code != 0:
         tail = log_file.read_text(errors="replace").splitlines(keepends=True)[-40:]
-        raise WarmStartError(
-            f"verl's SFT trainer exited with {code} (full log: {log_file}); last lines:\n" + "".join(tail)
-        )
+        raise WarmStartError(f"{what} exited with {code} (full log: {log_file}); last lines:\n" + "".join(tail))
     return losses
 
 
@@ -286,19 +299,30 @@ def warm_start(
         other_player=other_player,
     )
     if engine == "torch":
-        losses = run_sft_loop(
-            base_model,
-            out_dir / "demos.parquet",
-            out_dir / "trained",
-            epochs=epochs,
-            lr=lr,
-            batch_size=batch_size,
-            seed=seed,
-            max_length=max_length,
-            compute_dtype=compute_dtype,
-            on_step=(bar := LossBar(sft_steps(episodes, batch_size, epochs))),
+        args_file = out_dir / "sft_loop_args.json"
+        args_file.write_text(
+            json.dumps(
+                {
+                    "base_model": str(base_model),
+                    "demos": str(out_dir / "demos.parquet"),
+                    "dest": str(out_dir / "trained"),
+                    "metrics": str(out_dir / SFT_METRICS),
+                    "epochs": epochs,
+                    "lr": lr,
+                    "batch_size": batch_size,
+                    "seed": seed,
+                    "max_length": max_length,
+                    "compute_dtype": compute_dtype,
+                }
+            )
         )
-        bar.close()
+        losses = _run_child(
+            [sys.executable, "-m", "trainer.warm_start.sft_loop_process", str(args_file)],
+            dict(os.environ),
+            out_dir / "sft.log",
+            sft_steps(episodes, batch_size, epochs),
+            "the warm start's SFT loop",
+        )
         model_dir = assemble_model(Path(base_model), out_dir / "trained", out_dir / "model")
         return _finish(marker, base_model, model_dir, demos, losses, start_time, engine)
     config = sft_config(
@@ -319,7 +343,8 @@ def warm_start(
     log_file = out_dir / "sft.log"
     # verl's sampler drops the last partial batch, as the torch loop does
     total_steps = config.trainer.total_training_steps or sft_steps(episodes, batch_size, epochs)
-    losses = _run_worker(config_file, device, log_file, total_steps)
+    command = [sys.executable, "-m", "trainer.warm_start.worker", str(config_file)]
+    losses = _run_child(command, _worker_env(device, log_file.parent / SFT_METRICS), log_file, total_steps, "verl's SFT trainer")
 
     model_dir = assemble_model(Path(base_model), _hf_model_dir(out_dir / "checkpoints"), out_dir / "model")
     return _finish(marker, base_model, model_dir, demos, losses, start_time, engine)
