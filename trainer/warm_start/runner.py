@@ -153,7 +153,9 @@ def _worker_env(device: str, metrics_file: Path) -> dict[str, str]:
     return env
 
 
-def _run_child(command: list[str], env: dict[str, str], log_file: Path, total_steps: int, what: str) -> list[float]:
+def _run_child(
+    command: list[str], env: dict[str, str], log_file: Path, total_steps: int, what: str
+) -> list[float]:
     """Run one SFT engine in a child process, echoing each step's loss as it logs it; returns the losses.
 
     Args:
@@ -194,7 +196,9 @@ def _run_child(command: list[str], env: dict[str, str], log_file: Path, total_st
     bar.close()
     if code != 0:
         tail = log_file.read_text(errors="replace").splitlines(keepends=True)[-40:]
-        raise WarmStartError(f"{what} exited with {code} (full log: {log_file}); last lines:\n" + "".join(tail))
+        raise WarmStartError(
+            f"{what} exited with {code} (full log: {log_file}); last lines:\n" + "".join(tail)
+        )
     return losses
 
 
@@ -344,7 +348,13 @@ def warm_start(
     # verl's sampler drops the last partial batch, as the torch loop does
     total_steps = config.trainer.total_training_steps or sft_steps(episodes, batch_size, epochs)
     command = [sys.executable, "-m", "trainer.warm_start.worker", str(config_file)]
-    losses = _run_child(command, _worker_env(device, log_file.parent / SFT_METRICS), log_file, total_steps, "verl's SFT trainer")
+    losses = _run_child(
+        command,
+        _worker_env(device, log_file.parent / SFT_METRICS),
+        log_file,
+        total_steps,
+        "verl's SFT trainer",
+    )
 
     model_dir = assemble_model(Path(base_model), _hf_model_dir(out_dir / "checkpoints"), out_dir / "model")
     return _finish(marker, base_model, model_dir, demos, losses, start_time, engine)
