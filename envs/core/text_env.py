@@ -153,8 +153,7 @@ class TextEnv(LazySeeding):
 
     def after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
         """Hook after each tool call, in call order; return a StepResult to end or redirect the turn."""
-        legacy = getattr(self, "_after_tool_call", None)  # the hook's name before it was public
-        return None if legacy is None else legacy(call, result, turn_info)
+        return None
 
     def expert_action(self) -> str:
         """The scripted expert's next reply (text), for baselines, tests and demonstrations."""
@@ -269,9 +268,8 @@ class TextEnv(LazySeeding):
 
     def _run_reset(self, seed: int | None, options: dict[str, Any] | None, blocking: bool):
         # The one reset path: the opening, or (an async `_reset`) a coroutine the caller's door waits on.
-        # `blocking` (from `reset`) only picks the old async twin `_areset` of envs that still have one.
         checked = self._begin_episode(seed, options)
-        opened = (self._reset if blocking else getattr(self, "_areset", self._reset))(checked)
+        opened = self._reset(checked)
         return self._opened(opened) if isinstance(opened, tuple) else _then(opened, self._opened)
 
     def _begin_episode(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
@@ -293,7 +291,7 @@ class TextEnv(LazySeeding):
 
     def _run_step(self, action: Any, blocking: bool):
         # The one step path: the finished step, or (a tool turn, an async `_respond`) a coroutine the
-        # caller's door waits on. `blocking` (from `step`) only picks the old async twin `_arespond`.
+        # caller's door waits on.
         if not self._has_reset:
             raise ResetNeeded(f"{type(self).__name__}: call reset() before step(); no episode has started")
         if self.episode_over:
@@ -310,8 +308,7 @@ class TextEnv(LazySeeding):
             # clean: `read_action` would return it as it is. Most steps of most envs; without this path
             # the bench's reused row measured 258k instead of 268k steps/s.
             said = {"role": "assistant", "content": action}
-            respond = self._respond if blocking else getattr(self, "_arespond", self._respond)
-            result = respond(AssistantTurn(action))
+            result = self._respond(AssistantTurn(action))
         else:
             turn = self._read(action)
             if not isinstance(turn, AssistantTurn):  # unreadable: the finished step saying why
@@ -320,8 +317,7 @@ class TextEnv(LazySeeding):
             if turn.tool_calls or turn.call_errors:
                 result = self.env_tools.run_turn(turn)
             else:
-                respond = self._respond if blocking else getattr(self, "_arespond", self._respond)
-                result = respond(turn)
+                result = self._respond(turn)
         if isinstance(result, tuple):
             return self._finish(said, result)
         return _then(result, self._finish, said)
