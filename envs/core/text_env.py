@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -154,33 +153,6 @@ class TextEnv(LazySeeding):
     def after_tool_call(self, call: ToolCall, result: ToolResult, turn_info: dict) -> StepResult | None:
         """Hook after each tool call, in call order; return a StepResult to end or redirect the turn."""
         return None
-
-    def expert_action(self) -> str:
-        """The scripted expert's next reply (text), for baselines, tests and demonstrations."""
-        raise NotImplementedError(f"{type(self).__name__} has no scripted expert")
-
-    def random_action(self, rng: random.Random) -> str:
-        """A uniformly random legal-looking move (text), drawn from `rng`: the random player of the baselines
-        and the noise of a noisy demonstrator.
-
-        Args:
-            rng: a stdlib ``random.Random`` seeded by the caller per episode (the baseline players, the
-                warm start and ``envs check`` all pass one): draw with ``rng.randint``, ``rng.choice``,
-                ``rng.random``. It is not the env's own ``np_random`` (numpy's Generator, which has
-                ``integers``); for numpy draws use ``numpy.random.default_rng(rng.getrandbits(64))``.
-
-        Returns:
-            The move, as the assistant's reply text.
-
-        >>> import envs, random
-        >>> env = envs.make("guess-number-v0", difficulty="easy")
-        >>> _ = env.reset(seed=0)
-        >>> env.unwrapped.random_action(random.Random(0)).isdigit()
-        True
-        """
-        raise NotImplementedError(
-            f"{type(self).__name__} has no random_action; set turngym.warm_start.expert_noise=0 for it"
-        )
 
     # ----- the Gymnasium API: one code path each for reset and step, waited on by the sync or async door
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

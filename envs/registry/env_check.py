@@ -158,8 +158,9 @@ def _next_move(env: Any, rng: random.Random) -> Any:
     """The expert's move when the env has an expert, else its random player's, else a plain reply."""
     game = env.unwrapped
     from envs.baselines.baseline_players import random_move
+    from envs.core.scripted_players import expert_move
 
-    for move in (game.expert_action, lambda: random_move(game, rng)):
+    for move in (lambda: expert_move(game), lambda: random_move(game, rng)):
         try:
             return move()
         except NotImplementedError:
