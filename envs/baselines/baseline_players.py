@@ -101,12 +101,12 @@ def play_baseline(
     >>> r.success_rate, r.behaviour["follow_rate"]
     (1.0, 1.0)
     """
-    import envs
     from envs.baselines.behaviour import behaviour_rates_of
+    from envs.registry.registration import make as make_env
 
     if player not in PLAYERS:
         raise ValueError(f"unknown player {player!r}; choose from {', '.join(PLAYERS)}")
-    env = make() if make is not None else envs.make(env_id, **(env_kwargs or {}))
+    env = make() if make is not None else make_env(env_id, **(env_kwargs or {}))
     game = env.unwrapped
     # A served env (RemoteEnv) carries the expert over the wire but has no random player.
     if getattr(game, PLAYER_METHODS[player], None) is None:

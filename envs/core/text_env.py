@@ -15,10 +15,9 @@ from envs.core.reset_options import check_options
 from envs.core.reset_options import describe_options as describe_options  # public here before the split
 from envs.core.spaces import AssistantAction, ChatMessages
 from envs.core.step_result import StepResult
+from envs.core.tool_host import ToolHost, build_tool_host
 from envs.core.transcript import render_transcript, unreadable_reply
-from envs.tool_layer.env_tools import EnvTools
-from envs.tool_layer.extra_tools import resolve_extra_tools
-from envs.tool_layer.turn_limits import (
+from envs.core.turn_limits import (
     DEFAULT_MAX_ACTION_CHARS,
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_TIME_S,
@@ -108,10 +107,9 @@ class TextEnv(LazySeeding):
             or max_tool_calls_per_turn is not DEFAULT_MAX_TOOL_CALLS_PER_TURN
             or max_tool_time_s is not DEFAULT_MAX_TOOL_TIME_S
         ):
-            # Resolved now so a bad `tools=` or limit fails at `make`, not at the first tool call.
-            extra = resolve_extra_tools(tools) if tools is not None else ()
-            self._env_tools = EnvTools(
-                self, extra, max_tool_calls_per_turn=max_tool_calls_per_turn, max_tool_time_s=max_tool_time_s
+            # Built now so a bad `tools=` or limit fails at `make`, not at the first tool call.
+            self._env_tools = build_tool_host(
+                self, tools, max_tool_calls_per_turn=max_tool_calls_per_turn, max_tool_time_s=max_tool_time_s
             )
         self.transcript: list[Message] = []
         self.turn = 0
@@ -128,13 +126,13 @@ class TextEnv(LazySeeding):
 
     # The tool layer of an env made with the defaults is built on first use: most episodes never call a
     # tool, and building it per `make` measured `envs.make` 2.5 -> 3.1 us (bench/env_throughput.py).
-    _env_tools: EnvTools | None = None
+    _env_tools: ToolHost | None = None
 
     @property
-    def env_tools(self) -> EnvTools:
+    def env_tools(self) -> ToolHost:
         """The tool layer (`envs.tool_layer.env_tools.EnvTools`): tools, per-episode copies, per-turn tool limits."""
         if self._env_tools is None:
-            self._env_tools = EnvTools(self)
+            self._env_tools = build_tool_host(self)
         return self._env_tools
 
     # ----- what subclasses implement -------------------------------------------------------------

@@ -11,13 +11,14 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from envs.tool_layer.tool_turn import run_tool_turn
-from envs.tool_layer.turn_limits import (
+from envs.core.turn_limits import (
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_TIME_S,
     checked_tool_calls,
     checked_tool_time,
 )
+from envs.tool_layer.extra_tools import resolve_extra_tools
+from envs.tool_layer.tool_turn import run_tool_turn
 from turngym.common.run_sync import run_sync
 
 if TYPE_CHECKING:
@@ -124,3 +125,21 @@ class EnvTools:
         if self._episode is not None:
             episode, self._episode = self._episode, None
             await episode.aclose()
+
+
+def build_env_tools(
+    env: Any,
+    tools: Any = None,
+    *,
+    max_tool_calls_per_turn: int | None = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+    max_tool_time_s: float | None = DEFAULT_MAX_TOOL_TIME_S,
+) -> EnvTools:
+    """The tool layer of `env` from the arguments `TextEnv` was given (`tools=`: names, YAML paths or Tools).
+
+    What `envs/__init__.py` installs as the core's builder (`envs.core.tool_host.install_tool_layer`);
+    a bad `tools=` or limit raises here, at `make`.
+    """
+    extra = resolve_extra_tools(tools) if tools is not None else ()
+    return EnvTools(
+        env, extra, max_tool_calls_per_turn=max_tool_calls_per_turn, max_tool_time_s=max_tool_time_s
+    )
