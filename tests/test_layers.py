@@ -241,6 +241,15 @@ def test_the_env_core_imports_nothing_from_the_tool_layer():
     assert not core_to_tools
 
 
+def test_text_env_declares_at_most_20_members_of_its_own():
+    # The env core of issue 44: hooks, doors, seeding and transcript; the tool layer, the scripted players
+    # and the bookkeeping helpers live elsewhere (61 members, 38 its own, before).
+    from envs.core.text_env import TextEnv
+
+    own = [name for name in vars(TextEnv) if not (name.startswith("__") and name.endswith("__"))]
+    assert len(own) <= 20, f"TextEnv declares {len(own)} members of its own: {sorted(own)}"
+
+
 GROUND_FLOOR = (CHAT, COMMON, SERVING)
 
 
