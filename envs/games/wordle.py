@@ -68,6 +68,7 @@ class WordleEnv(TextGame[str]):
         "hard": {"pool": 800, "max_tries": 6},
     }
     action_tool_name = "guess"
+    action_argument = ("word", str, "Your guess, a 5-letter English word.")
     reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden 5-letter word."
     action_help = "Reply with one 5-letter English word."
@@ -181,16 +182,6 @@ class WordleEnv(TextGame[str]):
             "guesses": len(self.guesses),
             "repeats": self._repeats,
         }
-
-    @classmethod
-    def action_args_model(cls):
-        """`guess(word: str)`."""
-        from pydantic import BaseModel, Field
-
-        class GuessArgs(BaseModel):
-            word: str = Field(description="Your guess, a 5-letter English word.")
-
-        return GuessArgs
 
     def action_from_tool(self, args) -> str:
         """The guess from the tool's `word` argument."""
