@@ -60,6 +60,9 @@ class TextGame(TextEnv, Generic[A]):
     #: A move that is one value (guess-number's number, wordle's word, tic-tac-toe's cell): the action
     #: tool's one argument as (name, type, description), from which `action_args_model` builds the model.
     action_argument: ClassVar[tuple[str, type, str] | None] = None
+    #: The game's `behaviour()` counts a move it refuses (wordle's word outside the list, tic-tac-toe's
+    #: taken cell): a format error then carries the counts too, as `info["behaviour"]`.
+    counts_refused_moves: ClassVar[bool] = False
     #: Constructor kwargs a served env's clients may choose (envs.registry.client_kwargs); the operator sets the rest.
     client_kwargs: ClassVar[tuple[str, ...]] = ("difficulty", "action_tool")
 
@@ -153,6 +156,12 @@ class TextGame(TextEnv, Generic[A]):
         except InvalidAction as e:
             return self._format_error(str(e))
         return self.play(action)
+
+    def _format_error(self, problem: str) -> StepResult:
+        result = super()._format_error(problem)
+        if self.counts_refused_moves:
+            result.info["behaviour"] = self.behaviour()  # type: ignore[attr-defined]
+        return result
 
     def own_tools(self) -> list[Tool]:
         """The game's action tool, so a model can move by tool call as well as by text.

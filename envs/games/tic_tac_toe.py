@@ -108,6 +108,7 @@ class TicTacToeEnv(TextGame[int]):
     }
     action_tool_name = "place"
     action_argument = ("cell", int, "An empty cell, 1-9: 1 2 3 top row, 4 5 6 middle, 7 8 9 bottom.")
+    counts_refused_moves = True
     reset_options = {"difficulty": ("easy", "medium", "hard"), "agent_mark": ("X", "O", "random")}
     client_kwargs = ("difficulty", "action_tool", "agent_mark", "opponent", "blunder_rate")
     #: How `info["behaviour"]`'s counts become rates (envs/baselines/behaviour.py). A taken cell is an
@@ -222,11 +223,6 @@ class TicTacToeEnv(TextGame[int]):
             raise InvalidAction(f"cell {index + 1} is taken; choose an empty cell")
         self._legal_moves += 1
         return index
-
-    def _format_error(self, problem: str) -> StepResult:
-        result = super()._format_error(problem)
-        result.info["behaviour"] = self.behaviour()
-        return result
 
     def behaviour(self) -> dict[str, int]:
         """This episode's counts so far (`behaviour_rates` makes rates).

@@ -69,6 +69,7 @@ class WordleEnv(TextGame[str]):
     }
     action_tool_name = "guess"
     action_argument = ("word", str, "Your guess, a 5-letter English word.")
+    counts_refused_moves = True
     reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden 5-letter word."
     action_help = "Reply with one 5-letter English word."
@@ -158,11 +159,6 @@ class WordleEnv(TextGame[str]):
             raise InvalidAction(f"{word!r} is not in the word list; this did not use a try")
         self._legal_moves += 1
         return word
-
-    def _format_error(self, problem: str) -> StepResult:
-        result = super()._format_error(problem)
-        result.info["behaviour"] = self.behaviour()
-        return result
 
     def behaviour(self) -> dict[str, int]:
         """This episode's counts so far (`behaviour_rates` makes rates).
