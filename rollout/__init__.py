@@ -6,8 +6,9 @@ The engines live in `turngym.engines` and are exported here too (`from rollout i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from turngym.common.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Engine": "turngym.engines.engine",
@@ -69,10 +70,4 @@ if TYPE_CHECKING:
     from turngym.engines.sglang_engine import SGLangEngine
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rollout' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports("rollout", _EXPORTS, globals())

@@ -82,15 +82,15 @@ class OpenEnvEnv(TextEnv):
         return super().reset(seed=seed, options=options)
 
     async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Async `reset`: the exchange with the server runs in a worker thread (see `_areset`)."""
+        """Async `reset`: the exchange with the server runs in a worker thread (see `_reset`)."""
         self._seed = seed
         return await super().areset(seed=seed, options=options)
 
-    async def _areset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
+    async def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
         # The session's socket is synchronous; a worker thread keeps the event loop free.
-        return await asyncio.to_thread(self._reset, options)
+        return await asyncio.to_thread(self._reset_on_server, options)
 
-    def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
+    def _reset_on_server(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
         data = dict(options)
         if self._seed is not None:
             data["seed"] = self._seed
@@ -102,7 +102,11 @@ class OpenEnvEnv(TextEnv):
         messages.append(user(self._observation_text(observation)))
         return messages, {"openenv_observation": observation}
 
-    def _respond(self, turn) -> StepResult:
+    async def _respond(self, turn) -> StepResult:
+        # The session's socket is synchronous; a worker thread keeps the event loop free.
+        return await asyncio.to_thread(self._step_on_server, turn)
+
+    def _step_on_server(self, turn) -> StepResult:
         action, problem = self._action_from(turn.content)
         if problem is not None:
             return self._format_error(problem)
@@ -120,10 +124,6 @@ class OpenEnvEnv(TextEnv):
             terminated=done,
             info={"openenv_observation": observation},
         )
-
-    async def _arespond(self, turn) -> StepResult:
-        # The session's socket is synchronous; a worker thread keeps the event loop free.
-        return await asyncio.to_thread(self._respond, turn)
 
     def state(self) -> dict[str, Any]:
         """The server env's `State` (episode_id, step_count, and whatever else the env reports)."""

@@ -117,18 +117,11 @@ def spawn(
                 "--",
                 *argv,
             ]
-            return subprocess.Popen(
-                command,
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-                pass_fds=pass_fds,
-            )
+            preexec = None  # the launcher applies the limits itself, so Python may vfork
+        else:
+            command, preexec = argv, limiter(limits, uid, cgroup_procs)
         return subprocess.Popen(
-            argv,
+            command,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
@@ -136,7 +129,7 @@ def spawn(
             env=env,
             start_new_session=True,
             pass_fds=pass_fds,
-            preexec_fn=limiter(limits, uid, cgroup_procs),
+            preexec_fn=preexec,
         )
     finally:
         for fd in pass_fds:

@@ -12,8 +12,9 @@ model server (`serve.py`), named models and GGUF files (`named_models.py`), the 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from turngym.common.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Engine": "turngym.engines.engine",
@@ -44,10 +45,4 @@ if TYPE_CHECKING:
     from turngym.engines.sglang_engine import SGLangEngine
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'turngym.engines' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports("turngym.engines", _EXPORTS, globals())

@@ -1,4 +1,4 @@
-"""Register every adapted TextArena game as `textarena/<TextArena id>`, from the static table (no TextArena import)."""
+"""The registry's TextArena ids: register every adapted TextArena game as `textarena/<TextArena id>`, from the static table (no TextArena import)."""
 
 from __future__ import annotations
 
