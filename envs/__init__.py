@@ -12,14 +12,8 @@ from envs.core.errors import InvalidAction, UnknownEnvError
 from envs.core.spaces import AssistantAction, ChatMessages
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
-from envs.core.tool_host import install_tool_layer
 from envs.registry import builtin_envs as _builtin_envs  # noqa: F401  (registers the built-in ids)
 from envs.registry.registration import EnvSpec, list_envs, make, register, spec
-from envs.tool_layer.env_tools import build_env_tools
-
-# The composition root: the core builds each env's tool layer through this builder, so that envs/core
-# never imports envs/tool_layer, the layer above it (envs/core/tool_host.py).
-install_tool_layer(build_env_tools)
 
 __all__ = [
     "AssistantAction",

@@ -173,8 +173,8 @@ def _main(argv: list[str] | None) -> int:
 
 def _check(env_id: str, seeds: int, options: list[str], imports: list[str], call_timeout: float) -> int:
     # The env's code runs only in a child process, which the deadline can stop and whose exit cannot
-    # pass for success (envs/check/env_check_process.py).
-    from envs.check.env_check_process import check_in_child
+    # pass for success (envs/registry/env_check_process.py).
+    from envs.registry.env_check_process import check_in_child
 
     if seeds < 1:
         raise UsageError(f"--seeds {seeds}: check at least 1 seed")

@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Any
 
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
-from turngym.chat.message import Message, last_assistant_text
+from turngym.chat.message import Message
 
 _MARKED = re.compile(r"(?:final\s+answer|answer)\s*(?:is)?\s*[:=]\s*([^\n]+)", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
@@ -181,7 +181,7 @@ class AnswerFeedback(Interaction):
         """Check the last assistant message's answer; hint, congratulate or close."""
         if self.finished:
             return InteractionReply("This question is closed.", done=True)
-        text = last_assistant_text(messages)
+        text = _last_assistant_text(messages)
         how = "`Answer: <your answer>`" if self.answer_format == "marked" else "a number"
         try:
             given = self.extract(text)
@@ -242,6 +242,14 @@ class AnswerFeedback(Interaction):
         """The worked solution followed by the right answer."""
         lead = f"{self.solution}\n" if self.solution else ""
         return f"{lead}Answer: {_show(self.answer)}"
+
+
+def _last_assistant_text(messages: list[Message]) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "assistant":
+            content = m.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
 
 
 def _normal(text: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from interactions.interaction import Interaction, InteractionOutcome, InteractionReply
-from turngym.chat.message import Message, last_assistant_text
+from turngym.chat.message import Message
 
 _CHECKS = ("eq", "max", "min", "contains")
 
@@ -111,7 +111,7 @@ class ScriptedUser(Interaction):
     def respond(self, messages: list[Message]) -> InteractionReply:
         """Reveal every preference the agent's last message asks about; otherwise nudge it on."""
         self.turns += 1
-        text = last_assistant_text(messages).lower()
+        text = _last_assistant_text(messages).lower()
         asked = [s for s in self.slots if any(_mentions(text, k) for k in s.keywords)]
         newly = [s for s in asked if not s.revealed]
         for s in asked:
@@ -171,3 +171,11 @@ def _num(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def _last_assistant_text(messages: list[Message]) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "assistant":
+            content = m.get("content")
+            return content if isinstance(content, str) else ""
+    return ""

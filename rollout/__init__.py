@@ -6,9 +6,8 @@ The engines live in `turngym.engines` and are exported here too (`from rollout i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from turngym.common.lazy_exports import lazy_exports
+import importlib
+from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "Engine": "turngym.engines.engine",
@@ -70,4 +69,10 @@ if TYPE_CHECKING:
     from turngym.engines.sglang_engine import SGLangEngine
 
 
-__getattr__ = lazy_exports("rollout", _EXPORTS, globals())
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rollout' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

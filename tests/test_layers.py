@@ -181,75 +181,6 @@ def test_no_upward_arrow():
     assert not arrows, "imports against the layers of docs/design.md:\n" + "\n".join(arrows)
 
 
-# The floors inside envs/, bottom first: each subpackage may import its own floor and the ones below.
-# The core (the contract, TextEnv, turns, results, seeding) stands on nothing else in envs; the tool layer
-# builds on the core (the core reaches it only through `envs.core.tool_host`, installed by the package's
-# `__init__`); the wrappers wrap any env; the env families are the envs themselves (`repo_fix` builds on
-# `code`'s grader, `remote` is the family of envs served elsewhere); the registry names and makes them;
-# the baselines play them by id; at the top sit what puts it all together: the package's `__init__`
-# (the composition root), `envs check`, the env server and the command line.
-ENV_FLOORS = (
-    {"core"},
-    {"tool_layer"},
-    {"wrappers"},
-    {"games", "code", "conversations", "tool_use", "repo_fix", "textarena", "remote"},
-    {"registry"},
-    {"baselines"},
-    {"envs", "check", "server", "__main__"},
-)
-
-
-def env_floor(module: str) -> int:
-    """The floor of an `envs` module: the index in ENV_FLOORS of its subpackage (`envs` for the package)."""
-    parts = module.split(".")
-    part = parts[1] if len(parts) > 1 else "envs"
-    for index, floor in enumerate(ENV_FLOORS):
-        if part in floor:
-            return index
-    raise AssertionError(f"{module}: its subpackage is on no floor of ENV_FLOORS; add it")
-
-
-def env_upward_arrows(edges) -> list[str]:
-    """Every import inside envs/ from a module to one on a higher floor (TYPE_CHECKING ones included)."""
-    return [
-        f"{src}:{line} imports {dst}"
-        for src, dst, line, _ in edges
-        if package_of(src) == package_of(dst) == "envs" and env_floor(dst) > env_floor(src)
-    ]
-
-
-def test_no_upward_arrow_inside_envs():
-    edges = import_edges()
-    assert not env_upward_arrows(edges), "imports up the floors of envs/:\n" + "\n".join(
-        env_upward_arrows(edges)
-    )
-    # The reader sees the arrows it must: the tool layer on the core, the registry on the families.
-    floors = {
-        (env_floor(src), env_floor(dst))
-        for src, dst, _, _ in edges
-        if package_of(src) == package_of(dst) == "envs"
-    }
-    assert (1, 0) in floors and (4, 3) in floors
-
-
-def test_the_env_core_imports_nothing_from_the_tool_layer():
-    core_to_tools = [
-        (src, dst)
-        for src, dst, _, _ in import_edges()
-        if src.startswith("envs.core.") and dst.startswith("envs.tool_layer")
-    ]
-    assert not core_to_tools
-
-
-def test_text_env_declares_at_most_20_members_of_its_own():
-    # The env core of issue 44: hooks, doors, seeding and transcript; the tool layer, the scripted players
-    # and the bookkeeping helpers live elsewhere (61 members, 38 its own, before).
-    from envs.core.text_env import TextEnv
-
-    own = [name for name in vars(TextEnv) if not (name.startswith("__") and name.endswith("__"))]
-    assert len(own) <= 20, f"TextEnv declares {len(own)} members of its own: {sorted(own)}"
-
-
 GROUND_FLOOR = (CHAT, COMMON, SERVING)
 
 
@@ -328,8 +259,7 @@ def main(argv: list[str]) -> int:
         shown = ", ".join(f"{t} ({n})" for t, n in sorted(targets.items())) or "(nothing)"
         print(f"{package:15} -> {shown}")
     arrows, found = upward_arrows(edges), cycles(edges)
-    print(f"\nupward arrows inside envs/: {len(env_upward_arrows(edges))}")
-    print(f"upward arrows: {len(arrows)}")
+    print(f"\nupward arrows: {len(arrows)}")
     for arrow in arrows:
         print(f"  {arrow}")
     print(f"module cycles: {len(found)}")

@@ -28,7 +28,7 @@ MOVED_IN_35 = {
     "envs.behaviour": "envs.baselines.behaviour",
     "envs.builtin_envs": "envs.registry.builtin_envs",
     "envs.client_kwargs": "envs.registry.client_kwargs",
-    "envs.env_check": "envs.check.env_check",
+    "envs.env_check": "envs.registry.env_check",
     "envs.env_tools": "envs.tool_layer.env_tools",
     "envs.episode_end": "envs.core.episode_end",
     "envs.errors": "envs.core.errors",
@@ -48,7 +48,7 @@ MOVED_IN_35 = {
     "envs.text_env": "envs.core.text_env",
     "envs.tool_turn": "envs.tool_layer.tool_turn",
     "envs.transcript": "envs.core.transcript",
-    "envs.turn_limits": "envs.core.turn_limits",
+    "envs.turn_limits": "envs.tool_layer.turn_limits",
     "interactions.engine": "turngym.chat.engine",
     "rollout.chat_format": "turngym.chat.format",
     "rollout.checkpoint_export": "turngym.engines.checkpoint_export",
@@ -66,14 +66,8 @@ MOVED_IN_35 = {
     "rollout.embedded_model": "turngym.engines.embedded_model",
     "rollout.serve": "turngym.engines.serve",
 }
-# Issue 44: the env core, trainer/ by concept, and the `hf` rollout adapter to the engines.
+# Issue 44: trainer/ by concept, and the `hf` rollout adapter to the engines.
 MOVED_IN_44 = {
-    # The env core: no import runs up the floors of envs/ (tests/test_layers.py).
-    "envs.registry.env_check": "envs.check.env_check",
-    "envs.registry.env_check_process": "envs.check.env_check_process",
-    "envs.registry.env_call_watch": "envs.check.env_call_watch",
-    "envs.textarena.register_games": "envs.registry.textarena_envs",
-    "envs.tool_layer.turn_limits": "envs.core.turn_limits",
     "trainer.config_error": "trainer.checks.config_error",
     "trainer.config_suggest": "trainer.checks.config_suggest",
     "trainer.early_env_check": "trainer.checks.early_env_check",

@@ -466,9 +466,9 @@ class BrokenGuessNumber(GuessNumberEnv):
             return scores["missing"]  # the bug: line 9
         return super()._respond(turn)
 
-    def reset(self, *, seed=None, options=None):
+    def _begin_episode(self, seed, options):
         self.seed_played = seed or 0
-        return super().reset(seed=seed, options=options)
+        return super()._begin_episode(seed, options)
 
     def broken(self, seed):
         return True

@@ -12,8 +12,6 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from turngym.common.lazy_exports import lazy_exports
-
 _EXPORTS = {
     "FunctionTool": "tools.tool",
     "Tool": "tools.tool",
@@ -64,17 +62,19 @@ if TYPE_CHECKING:
     from turngym.common.registration import Registry, load_entry_point
 
 
-def _submodule(name: str) -> types.ModuleType | None:
-    # `tools.sandbox`, `tools.builtin`, ... as attributes, as when this file imported them eagerly.
-    try:
-        return importlib.import_module(f"tools.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"tools.{name}":
-            raise
-    return None
-
-
-__getattr__ = lazy_exports("tools", _EXPORTS, globals(), fallback=_submodule)
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        # `tools.sandbox`, `tools.builtin`, ... as attributes, as when this file imported them eagerly.
+        try:
+            return importlib.import_module(f"tools.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tools.{name}":
+                raise
+        raise AttributeError(f"module 'tools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 class _ToolsModule(types.ModuleType):

@@ -459,14 +459,13 @@ def turn_limit_notes(cfg: DictConfig, entries: list[dict] | None = None) -> list
 
 
 def _has_expert(env_id: str) -> bool:
-    """Whether the env's class has a scripted expert (factories are given the benefit of the doubt)."""
+    """Whether the env's class overrides `TextEnv.expert_action` (factories are given the benefit of the doubt)."""
     import envs
-    from envs.core.scripted_players import ScriptedExpert
 
     made_by = envs.spec(env_id).load()
     if not (isinstance(made_by, type) and issubclass(made_by, envs.TextEnv)):
         return True
-    return issubclass(made_by, ScriptedExpert)
+    return made_by.expert_action is not envs.TextEnv.expert_action
 
 
 def _has_difficulties(env_id: str) -> bool:

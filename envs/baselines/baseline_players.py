@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.baselines.behaviour import pool_behaviour
-from envs.core.scripted_players import RandomPlayer, expert_move
 
 PLAYERS = ("random", "expert")
 #: The env method each player's moves come from.
@@ -47,10 +46,6 @@ def random_move(game: Any, rng: random.Random) -> Any:
     Traceback (most recent call last):
     AttributeError: 'Random' object has no attribute 'integers': random_action(rng) gets a stdlib random.Random...
     """
-    if not isinstance(game, RandomPlayer):
-        raise NotImplementedError(
-            f"{type(game).__name__} has no random_action; set turngym.warm_start.expert_noise=0 for it"
-        )
     try:
         return game.random_action(rng)
     except AttributeError as exc:
@@ -101,12 +96,12 @@ def play_baseline(
     >>> r.success_rate, r.behaviour["follow_rate"]
     (1.0, 1.0)
     """
+    import envs
     from envs.baselines.behaviour import behaviour_rates_of
-    from envs.registry.registration import make as make_env
 
     if player not in PLAYERS:
         raise ValueError(f"unknown player {player!r}; choose from {', '.join(PLAYERS)}")
-    env = make() if make is not None else make_env(env_id, **(env_kwargs or {}))
+    env = make() if make is not None else envs.make(env_id, **(env_kwargs or {}))
     game = env.unwrapped
     # A served env (RemoteEnv) carries the expert over the wire but has no random player.
     if getattr(game, PLAYER_METHODS[player], None) is None:
@@ -121,7 +116,7 @@ def play_baseline(
             last_behaviour = None
             for _ in range(max_turns or 10_000):
                 try:
-                    action = random_move(game, rng) if player == "random" else expert_move(game)
+                    action = random_move(game, rng) if player == "random" else game.expert_action()
                 except NotImplementedError:
                     return None
                 _, reward, terminated, truncated, info = env.step(action)

@@ -50,10 +50,10 @@ def behaviour_rates_of(env_id: str) -> dict[str, tuple[str, str]]:
     >>> behaviour_rates_of("guess-number-v0")["follow_rate"]
     ('followed', 'after_feedback')
     """
-    from envs.registry.registration import spec
+    import envs
 
     try:
-        env_class = spec(env_id).load()
+        env_class = envs.spec(env_id).load()
     except Exception:  # an id registered by a module this process has not imported: nothing to pool
         return {}
     return dict(getattr(env_class, "behaviour_rates", {}) or {})
@@ -67,10 +67,10 @@ def behaviour_count_keys() -> tuple[str, ...]:
     >>> {"followed", "after_feedback"} <= set(behaviour_count_keys())
     True
     """
-    from envs.registry.registration import list_envs
+    import envs
 
     keys: set[str] = set()
-    for spec in list_envs():
+    for spec in envs.list_envs():
         try:
             env_class = spec.load()
         except Exception:  # an env whose module fails to import reports nothing here; `make` says why

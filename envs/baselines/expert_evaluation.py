@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envs.registry.registration import list_envs, make
+import envs
 
 
 @dataclass
@@ -24,7 +24,7 @@ def evaluate_expert(
 ) -> ExpertSummary:
     """Play `episodes` seeded episodes with the env's scripted expert."""
     kwargs = {"difficulty": difficulty} if difficulty else {}
-    env = make(env_id, **kwargs)
+    env = envs.make(env_id, **kwargs)
     successes, returns, turns = 0, 0.0, 0
     for i in range(episodes):
         env.reset(seed=seed + i)
@@ -58,7 +58,7 @@ def evaluate_experts(
     from tqdm import tqdm
 
     jobs = []
-    for spec in list_envs(category):
+    for spec in envs.list_envs(category):
         env_class = spec.load()
         difficulties = list(getattr(env_class, "difficulties", {}) or [None])
         jobs.extend((spec.id, d) for d in difficulties)

@@ -13,7 +13,6 @@ from envs.core.assistant_turn import AssistantTurn
 from envs.core.number_bounds import check_env_numbers
 from envs.core.step_result import StepResult
 from envs.core.text_env import TextEnv
-from tools.sandbox.backend import check_sandbox_arg
 from turngym.chat.calls.formats import write_calls
 from turngym.chat.message import system, user
 
@@ -100,7 +99,10 @@ class CodeSandboxEnv(TextEnv):
         self.submit_code_blocks = submit_code_blocks
         self._sandbox_arg, self._sandbox_endpoint = sandbox, sandbox_endpoint
         self._sandbox: Any = None
-        check_sandbox_arg(sandbox, endpoint=sandbox_endpoint)
+        if sandbox not in ("local", "fusion") and not callable(getattr(sandbox, "arun", None)):
+            raise ValueError("sandbox must be 'local', 'fusion' or an object with an async `arun` method")
+        if sandbox == "fusion" and not sandbox_endpoint:
+            raise ValueError("sandbox='fusion' needs sandbox_endpoint='http://host:port'")
         self.isolation = isolation
         if sandbox == "local":
             # Built now, so a machine that cannot isolate fails at make() with the reason, not mid-episode.

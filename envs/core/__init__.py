@@ -5,9 +5,6 @@
 - `assistant_turn`: one turn's action read into text and tool calls; `step_result`: what a turn returns;
 - `spaces`, `errors`, `reset_options`, `transcript`, `episode_end`: the spaces, the errors, the reset
   options an env declares, the conversation so far, the answer to a step after the end;
-- `turn_limits`: the per-turn limits' defaults and checks; `tool_host`: the tool layer as the core sees it
-  (the layer itself is `envs.tool_layer`, a floor above, installed by `envs/__init__.py`);
-- `scripted_players`: the expert and random player an env may offer (protocols, not TextEnv members);
 - `seeding`, `lazy_seeding`, `splitmix`: Gymnasium's seeding, built on first draw, and a cheap generator.
 
 Nothing is imported here: `import envs` loads what it needs.

@@ -14,7 +14,7 @@ from collections import deque
 from typing import Any, ClassVar
 
 from envs.core.step_result import StepResult
-from envs.games.grid_game import GridMoves, draw_cells
+from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
 from turngym.chat.message import system, user
@@ -172,13 +172,17 @@ class FrozenLakeEnv(GridMoves, TextGame[list[str]]):
 
     def draw(self) -> str:
         """The lake in RAGEN's symbols (X: you in a hole, √: you on the goal)."""
-
-        def symbol(cell: tuple[int, int]) -> str:
-            if cell == self.pos:
-                return "X" if cell in self.holes else "√" if cell == self.goal else "P"
-            return "O" if cell in self.holes else "G" if cell == self.goal else "_"
-
-        return draw_cells(self.size, self.size, symbol)
+        lines = []
+        for r in range(self.size):
+            row = []
+            for c in range(self.size):
+                cell = (r, c)
+                if cell == self.pos:
+                    row.append("X" if cell in self.holes else "√" if cell == self.goal else "P")
+                else:
+                    row.append("O" if cell in self.holes else "G" if cell == self.goal else "_")
+            lines.append("".join(row))
+        return "\n".join(lines)
 
     def play(self, action: list[str]) -> StepResult:
         """Take the moves in order (each may slip); stop at the goal, in a hole or when the budget runs out."""

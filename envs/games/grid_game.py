@@ -1,30 +1,11 @@
-"""GridMoves: how the grid games (maze, sokoban, frozen lake) read moves and spend their move budget;
-`draw_cells`: a grid drawn one symbol per cell."""
+"""GridMoves: how the grid games (maze, sokoban, frozen lake) read moves and spend their move budget."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from envs.games.grid_moves import move_args_model, moves_from_tool, parse_moves
-
-
-def draw_cells(rows: int, cols: int, symbol: Callable[[tuple[int, int]], str]) -> str:
-    """The grid as text: one line per row, each cell drawn as `symbol((row, col))`.
-
-    Args:
-        rows: how many rows.
-        cols: how many columns.
-        symbol: the character of a cell.
-
-    Returns:
-        The lines joined by newlines.
-
-    >>> print(draw_cells(2, 3, lambda cell: "P" if cell == (1, 2) else "_"))
-    ___
-    __P
-    """
-    return "\n".join("".join(symbol((r, c)) for c in range(cols)) for r in range(rows))
 
 
 class GridMoves:

@@ -62,7 +62,6 @@ class GuessNumberEnv(TextGame[int]):
         "hard": {"low": 1, "high": 1000, "max_guesses": 12},
     }
     action_tool_name = "guess"
-    action_argument = ("number", int, "Your guess, a whole number in the announced range.")
     reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden number."
     action_help = "Answer with the number only, for example: 10"
@@ -196,6 +195,16 @@ class GuessNumberEnv(TextGame[int]):
         if not self.low <= guess <= self.high:
             raise InvalidAction(f"{guess} is outside {self.low}..{self.high}")
         return guess
+
+    @classmethod
+    def action_args_model(cls):
+        """`guess(number: int)`."""
+        from pydantic import BaseModel, Field
+
+        class GuessArgs(BaseModel):
+            number: int = Field(description="Your guess, a whole number in the announced range.")
+
+        return GuessArgs
 
     def action_from_tool(self, args) -> int:
         """The guess from the tool's `number` argument."""

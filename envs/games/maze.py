@@ -232,26 +232,36 @@ class MazeEnv(GridMoves, TextGame[list[str]]):
             extra = self.steps_taken - self.shortest
             reward = max(0.5, 1.0 - 0.5 * extra / self.shortest)
             parts.append(f"You reached G in {self.steps_taken} steps (shortest {self.shortest}).")
-            return self._end(" ".join(parts), reward + shaping, success=True)
+            return StepResult(
+                [user(" ".join(parts))],
+                reward + shaping,
+                terminated=True,
+                info={
+                    "success": True,
+                    "steps": self.steps_taken,
+                    "shortest": self.shortest,
+                    "behaviour": self.behaviour(),
+                },
+            )
         left = self.max_moves - self.moves_used
         if left == 0:
             reward = 0.25 * (1.0 - self.closest / self.shortest)
             parts.append("No moves left.")
-            return self._end(" ".join(parts) + "\n" + self.draw(), reward + shaping, success=False)
+            return StepResult(
+                [user(" ".join(parts) + "\n" + self.draw())],
+                reward + shaping,
+                terminated=True,
+                info={
+                    "success": False,
+                    "steps": self.steps_taken,
+                    "shortest": self.shortest,
+                    "behaviour": self.behaviour(),
+                },
+            )
         parts.append(f"{left} moves left.")
         return StepResult(
             [user(" ".join(parts) + "\n" + self.draw())], shaping, info={"behaviour": self.behaviour()}
         )
-
-    def _end(self, text: str, reward: float, *, success: bool) -> StepResult:
-        # The episode's last step, won or out of moves: both report the same info.
-        info = {
-            "success": success,
-            "steps": self.steps_taken,
-            "shortest": self.shortest,
-            "behaviour": self.behaviour(),
-        }
-        return StepResult([user(text)], reward, terminated=True, info=info)
 
     def behaviour(self) -> dict[str, int]:
         """This episode's move counts so far (`behaviour_rates` makes rates).

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from envs.core.step_result import StepResult
-from envs.games.grid_game import GridMoves, draw_cells
+from envs.games.grid_game import GridMoves
 from envs.games.grid_moves import STEPS
 from envs.games.text_game import TextGame
 from turngym.chat.message import system, user
@@ -269,18 +269,22 @@ class SokobanEnv(GridMoves, TextGame[list[str]]):
 
     def draw(self) -> str:
         """The warehouse in RAGEN's symbols."""
-
-        def symbol(cell: tuple[int, int]) -> str:
-            target = cell in self.targets
-            if cell == self.player:
-                return "S" if target else "P"
-            if cell in self.boxes:
-                return "√" if target else "X"
-            if cell in self.floor:
-                return "O" if target else "_"
-            return "#"
-
-        return draw_cells(self.rows, self.cols, symbol)
+        lines = []
+        for r in range(self.rows):
+            row = []
+            for c in range(self.cols):
+                cell = (r, c)
+                target = cell in self.targets
+                if cell == self.player:
+                    row.append("S" if target else "P")
+                elif cell in self.boxes:
+                    row.append("√" if target else "X")
+                elif cell in self.floor:
+                    row.append("O" if target else "_")
+                else:
+                    row.append("#")
+            lines.append("".join(row))
+        return "\n".join(lines)
 
     def play(self, action: list[str]) -> StepResult:
         """Walk and push in order; stop at a blocked move, when solved, or when the budget runs out."""

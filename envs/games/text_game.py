@@ -48,8 +48,8 @@ class TextGame(TextEnv, Generic[A]):
     """Game logic (`play`) kept apart from reading moves (`parse_action`, `action_from_tool`).
 
     Subclasses set `difficulties` (name -> parameters), `action_tool_name`/`action_tool_description`,
-    and implement `_start`, `parse_action`, `action_args_model` (or set `action_argument`),
-    `action_from_tool`, `play` and `expert_action`. The difficulty is chosen at construction (`difficulty=`) or per episode
+    and implement `_start`, `parse_action`, `action_args_model`, `action_from_tool`, `play` and
+    `expert_action`. The difficulty is chosen at construction (`difficulty=`) or per episode
     (`reset(options={"difficulty": ...})`).
     """
 
@@ -57,12 +57,6 @@ class TextGame(TextEnv, Generic[A]):
     default_difficulty: ClassVar[str] = "medium"
     action_tool_name: ClassVar[str] = "move"
     action_tool_description: ClassVar[str] = "Make a move."
-    #: A move that is one value (guess-number's number, wordle's word, tic-tac-toe's cell): the action
-    #: tool's one argument as (name, type, description), from which `action_args_model` builds the model.
-    action_argument: ClassVar[tuple[str, type, str] | None] = None
-    #: The game's `behaviour()` counts a move it refuses (wordle's word outside the list, tic-tac-toe's
-    #: taken cell): a format error then carries the counts too, as `info["behaviour"]`.
-    counts_refused_moves: ClassVar[bool] = False
     #: Constructor kwargs a served env's clients may choose (envs.registry.client_kwargs); the operator sets the rest.
     client_kwargs: ClassVar[tuple[str, ...]] = ("difficulty", "action_tool")
 
@@ -110,18 +104,8 @@ class TextGame(TextEnv, Generic[A]):
 
     @classmethod
     def action_args_model(cls) -> type[BaseModel]:
-        """The pydantic model of the action tool's arguments.
-
-        Games that set `action_argument` get its one-field model, named after the tool (`guess` ->
-        `GuessArgs`); others override this.
-        """
-        if cls.action_argument is None:
-            raise NotImplementedError
-        from pydantic import Field, create_model
-
-        name, kind, description = cls.action_argument
-        model_name = f"{cls.action_tool_name.capitalize()}Args"
-        return create_model(model_name, **{name: (kind, Field(description=description))})
+        """The pydantic model of the action tool's arguments."""
+        raise NotImplementedError
 
     def action_from_tool(self, args: BaseModel) -> A:
         """Turn validated action-tool arguments into a move; raise InvalidAction if illegal."""
@@ -156,12 +140,6 @@ class TextGame(TextEnv, Generic[A]):
         except InvalidAction as e:
             return self._format_error(str(e))
         return self.play(action)
-
-    def _format_error(self, problem: str) -> StepResult:
-        result = super()._format_error(problem)
-        if self.counts_refused_moves:
-            result.info["behaviour"] = self.behaviour()  # type: ignore[attr-defined]
-        return result
 
     def own_tools(self) -> list[Tool]:
         """The game's action tool, so a model can move by tool call as well as by text.

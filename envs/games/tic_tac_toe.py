@@ -107,8 +107,6 @@ class TicTacToeEnv(TextGame[int]):
         "hard": {"opponent": "perfect", "draw_is_success": True},
     }
     action_tool_name = "place"
-    action_argument = ("cell", int, "An empty cell, 1-9: 1 2 3 top row, 4 5 6 middle, 7 8 9 bottom.")
-    counts_refused_moves = True
     reset_options = {"difficulty": ("easy", "medium", "hard"), "agent_mark": ("X", "O", "random")}
     client_kwargs = ("difficulty", "action_tool", "agent_mark", "opponent", "blunder_rate")
     #: How `info["behaviour"]`'s counts become rates (envs/baselines/behaviour.py). A taken cell is an
@@ -224,6 +222,11 @@ class TicTacToeEnv(TextGame[int]):
         self._legal_moves += 1
         return index
 
+    def _format_error(self, problem: str) -> StepResult:
+        result = super()._format_error(problem)
+        result.info["behaviour"] = self.behaviour()
+        return result
+
     def behaviour(self) -> dict[str, int]:
         """This episode's counts so far (`behaviour_rates` makes rates).
 
@@ -253,6 +256,16 @@ class TicTacToeEnv(TextGame[int]):
         if threats:
             self._block_chances += 1
             self._blocks += index in threats
+
+    @classmethod
+    def action_args_model(cls):
+        """`place(cell: int)`."""
+        from pydantic import BaseModel, Field
+
+        class PlaceArgs(BaseModel):
+            cell: int = Field(description="An empty cell, 1-9: 1 2 3 top row, 4 5 6 middle, 7 8 9 bottom.")
+
+        return PlaceArgs
 
     def action_from_tool(self, args) -> int:
         """The cell from the tool's `cell` argument (1-9)."""

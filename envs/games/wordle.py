@@ -68,8 +68,6 @@ class WordleEnv(TextGame[str]):
         "hard": {"pool": 800, "max_tries": 6},
     }
     action_tool_name = "guess"
-    action_argument = ("word", str, "Your guess, a 5-letter English word.")
-    counts_refused_moves = True
     reset_options = {"difficulty": ("easy", "medium", "hard")}
     action_tool_description = "Guess the hidden 5-letter word."
     action_help = "Reply with one 5-letter English word."
@@ -160,6 +158,11 @@ class WordleEnv(TextGame[str]):
         self._legal_moves += 1
         return word
 
+    def _format_error(self, problem: str) -> StepResult:
+        result = super()._format_error(problem)
+        result.info["behaviour"] = self.behaviour()
+        return result
+
     def behaviour(self) -> dict[str, int]:
         """This episode's counts so far (`behaviour_rates` makes rates).
 
@@ -178,6 +181,16 @@ class WordleEnv(TextGame[str]):
             "guesses": len(self.guesses),
             "repeats": self._repeats,
         }
+
+    @classmethod
+    def action_args_model(cls):
+        """`guess(word: str)`."""
+        from pydantic import BaseModel, Field
+
+        class GuessArgs(BaseModel):
+            word: str = Field(description="Your guess, a 5-letter English word.")
+
+        return GuessArgs
 
     def action_from_tool(self, args) -> str:
         """The guess from the tool's `word` argument."""

@@ -102,6 +102,6 @@ register(
 
 # TextArena's one- and two-player games (`textarena/<TextArena id>`), from a static table: TextArena itself
 # is imported on the first make.
-from envs.registry.textarena_envs import register_textarena_games  # noqa: E402
+from envs.textarena.register_games import register_textarena_games  # noqa: E402
 
 register_textarena_games()

@@ -16,7 +16,6 @@ from envs.core.errors import UnknownEnvError
 from envs.core.number_bounds import env_number_problem
 from envs.core.protocol import conforms
 from envs.wrappers import EpisodeLimits
-from turngym.common.cli_errors import one_line
 from turngym.common.registration import Registry, check_entry_point, load_entry_point
 
 GYM_NAMESPACE = "turngym"
@@ -253,31 +252,6 @@ def make(
             _MADE[key] = made
         return env
     return _build(made)
-
-
-def build_problem(id: str, kwargs: dict[str, Any]) -> str | None:
-    """Why `make(id, **kwargs)` fails, in one line; None when the env builds (it is closed again).
-
-    Kwargs from outside (an operator's `--env-kwargs`, a user's row file) are checked this way before a
-    run or a server starts, so a mistake is told in one line naming its type, not as a traceback later.
-
-    Args:
-        id: the env id.
-        kwargs: the constructor's keywords to try.
-
-    Returns:
-        ``"<exception type>: <message on one line>"``, or None.
-
-    >>> build_problem("guess-number-v0", {"difficulty": "easy"}) is None
-    True
-    >>> build_problem("guess-number-v0", {"difficulty": "extreme"}).split(":")[0]
-    'ValueError'
-    """
-    try:
-        make(id, **kwargs).close()
-    except Exception as exc:  # noqa: BLE001 - any failure is the caller's to report, in one line
-        return f"{type(exc).__name__}: {one_line(str(exc))}"
-    return None
 
 
 def _call_key(id: str, max_turns: Any, format_penalty: Any, kwargs: dict[str, Any]) -> tuple | None:

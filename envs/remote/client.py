@@ -19,8 +19,8 @@ import gymnasium as gym
 from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.core.number_bounds import check_reward
 from envs.core.spaces import AssistantAction, ChatMessages
-from envs.core.turn_limits import DEFAULT_MAX_ACTION_CHARS
 from envs.remote.wire import RemoteEnvError, encode_action, to_json
+from envs.tool_layer.turn_limits import DEFAULT_MAX_ACTION_CHARS
 
 #: Exception types the server names, raised again here so remote code fails as local code would.
 _RAISED_AS = {

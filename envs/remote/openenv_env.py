@@ -82,15 +82,15 @@ class OpenEnvEnv(TextEnv):
         return super().reset(seed=seed, options=options)
 
     async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Async `reset`: the exchange with the server runs in a worker thread (see `_reset`)."""
+        """Async `reset`: the exchange with the server runs in a worker thread (see `_areset`)."""
         self._seed = seed
         return await super().areset(seed=seed, options=options)
 
-    async def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
+    async def _areset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
         # The session's socket is synchronous; a worker thread keeps the event loop free.
-        return await asyncio.to_thread(self._reset_on_server, options)
+        return await asyncio.to_thread(self._reset, options)
 
-    def _reset_on_server(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
+    def _reset(self, options: dict[str, Any]) -> tuple[list[Message], dict[str, Any]]:
         data = dict(options)
         if self._seed is not None:
             data["seed"] = self._seed
@@ -102,11 +102,7 @@ class OpenEnvEnv(TextEnv):
         messages.append(user(self._observation_text(observation)))
         return messages, {"openenv_observation": observation}
 
-    async def _respond(self, turn) -> StepResult:
-        # The session's socket is synchronous; a worker thread keeps the event loop free.
-        return await asyncio.to_thread(self._step_on_server, turn)
-
-    def _step_on_server(self, turn) -> StepResult:
+    def _respond(self, turn) -> StepResult:
         action, problem = self._action_from(turn.content)
         if problem is not None:
             return self._format_error(problem)
@@ -124,6 +120,10 @@ class OpenEnvEnv(TextEnv):
             terminated=done,
             info={"openenv_observation": observation},
         )
+
+    async def _arespond(self, turn) -> StepResult:
+        # The session's socket is synchronous; a worker thread keeps the event loop free.
+        return await asyncio.to_thread(self._respond, turn)
 
     def state(self) -> dict[str, Any]:
         """The server env's `State` (episode_id, step_count, and whatever else the env reports)."""

@@ -14,7 +14,6 @@ from envs.repo_fix.catalogue import template_source
 from envs.repo_fix.generator import DIFFICULTIES, RepoTask, generate
 from envs.repo_fix.repo_files import MAX_FILE_CHARS, RepoError, RepoFiles
 from envs.repo_fix.repo_grader import REPO_DIR, grade_repository, sandbox_files
-from tools.sandbox.backend import check_sandbox_arg
 from turngym.chat.calls.formats import write_calls
 from turngym.chat.message import system, user
 
@@ -88,7 +87,8 @@ class RepoFixEnv(TextEnv):
             raise ValueError(
                 f"RepoFixEnv: difficulty must be one of {list(DIFFICULTIES)}, got {difficulty!r}"
             )
-        check_sandbox_arg(sandbox, backends=("local",))
+        if sandbox != "local" and not callable(getattr(sandbox, "arun", None)):
+            raise ValueError("sandbox must be 'local' or an object with an async `arun` method")
         self.difficulty = difficulty
         self.binary_reward = binary_reward
         self.run_timeout_s = run_timeout_s

@@ -46,7 +46,6 @@ from typing import Any
 import envs
 from envs.core.errors import InvalidOptions, ResetNeeded, UnknownEnvError
 from envs.core.protocol import EnvProtocol
-from envs.core.scripted_players import expert_move
 from envs.registry.client_kwargs import ClientKwargError, check_client_kwargs
 from envs.remote.wire import decode_action, to_json
 from turngym.common.cli_errors import ArgumentParser, UsageError, run_cli
@@ -433,7 +432,7 @@ async def expert_action(state: ServerState, request: Any) -> Any:
 
     async def work(session: Session) -> Any:
         try:
-            action = await asyncio.to_thread(expert_move, session.env.unwrapped)
+            action = await asyncio.to_thread(session.env.unwrapped.expert_action)
         except Exception as exc:
             raise _env_error(exc) from None
         return _reply({"action": action})

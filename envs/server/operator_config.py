@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import envs
-from envs.registry.registration import build_problem
 
 
 class OperatorConfigError(ValueError):
@@ -92,9 +91,11 @@ def operator_kwargs(env_config: str | Path | None, items: list[str]) -> dict[str
             envs.spec(env_id)
         except envs.UnknownEnvError as exc:
             raise OperatorConfigError(f"--env-kwargs / --env-config: {exc}") from None
-        problem = build_problem(env_id, kwargs)
-        if problem is not None:
+        try:
+            envs.make(env_id, **kwargs).close()
+        except Exception as exc:  # noqa: BLE001 - any failure is the operator's to fix, in one line
             raise OperatorConfigError(
-                f"{env_id} cannot be built with the operator's kwargs {kwargs}: {problem}"
-            )
+                f"{env_id} cannot be built with the operator's kwargs {kwargs}: {type(exc).__name__}: "
+                f"{' '.join(str(exc).split())}"
+            ) from None
     return merged

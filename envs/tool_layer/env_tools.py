@@ -1,9 +1,8 @@
 """EnvTools: an env's tools, their per-episode copies, the per-turn tool limits, and running a turn's calls.
 
-One object composed into each `TextEnv` (`env.env_tools`, built through `envs.core.tool_host`, whose
-builder `build_env_tools` is). It uses the env only through two hooks, each called when the env has it:
-`own_tools()` for the env's own tools, `after_tool_call(...)` after each call; and the env itself is the
-`env` a tool's call context carries (a game's action tool plays its move on it).
+One object composed into each `TextEnv` (`env.env_tools`). It uses the env only through public members:
+`own_tools()` for the env's own tools, `after_tool_call(...)` as the hook after each call, and the env
+itself as the `env` a tool's call context carries (a game's action tool plays its move on it).
 """
 
 from __future__ import annotations
@@ -12,14 +11,13 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from envs.core.turn_limits import (
+from envs.tool_layer.tool_turn import run_tool_turn
+from envs.tool_layer.turn_limits import (
     DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_TIME_S,
     checked_tool_calls,
     checked_tool_time,
 )
-from envs.tool_layer.extra_tools import resolve_extra_tools
-from envs.tool_layer.tool_turn import run_tool_turn
 from turngym.common.run_sync import run_sync
 
 if TYPE_CHECKING:
@@ -27,12 +25,6 @@ if TYPE_CHECKING:
     from envs.core.step_result import StepResult
     from tools import Tool
     from tools.registry import ToolRegistry
-
-
-def own_tools(env: Any) -> list[Tool]:
-    """The tools `env` provides itself (its `own_tools()`, e.g. a game's `guess` tool; none without one)."""
-    provide = getattr(env, "own_tools", None)
-    return [] if provide is None else list(provide())
 
 
 class EnvTools:
@@ -90,7 +82,7 @@ class EnvTools:
             from tools.registry import ToolRegistry
 
             try:
-                self._registry = ToolRegistry([*own_tools(self.env), *self.extra])
+                self._registry = ToolRegistry([*self.env.own_tools(), *self.extra])
             except ValueError as exc:  # two tools with one name
                 raise ValueError(f"{type(self.env).__name__}: {exc}") from None
         return self._registry
@@ -113,9 +105,8 @@ class EnvTools:
         return self._episode.get(name)
 
     def after_tool_call(self, call: Any, result: Any, turn_info: dict) -> StepResult | None:
-        """The env's `after_tool_call` hook, if it has one: a StepResult ends or redirects the turn."""
-        hook = getattr(self.env, "after_tool_call", None)
-        return None if hook is None else hook(call, result, turn_info)
+        """The env's hook after each call (`TextEnv.after_tool_call`): a StepResult ends or redirects the turn."""
+        return self.env.after_tool_call(call, result, turn_info)
 
     async def run_turn(self, turn: AssistantTurn) -> StepResult:
         """Run `turn`'s tool calls within the per-turn limits (see `envs.tool_layer.tool_turn.run_tool_turn`)."""
@@ -133,21 +124,3 @@ class EnvTools:
         if self._episode is not None:
             episode, self._episode = self._episode, None
             await episode.aclose()
-
-
-def build_env_tools(
-    env: Any,
-    tools: Any = None,
-    *,
-    max_tool_calls_per_turn: int | None = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
-    max_tool_time_s: float | None = DEFAULT_MAX_TOOL_TIME_S,
-) -> EnvTools:
-    """The tool layer of `env` from the arguments `TextEnv` was given (`tools=`: names, YAML paths or Tools).
-
-    What `envs/__init__.py` installs as the core's builder (`envs.core.tool_host.install_tool_layer`);
-    a bad `tools=` or limit raises here, at `make`.
-    """
-    extra = resolve_extra_tools(tools) if tools is not None else ()
-    return EnvTools(
-        env, extra, max_tool_calls_per_turn=max_tool_calls_per_turn, max_tool_time_s=max_tool_time_s
-    )

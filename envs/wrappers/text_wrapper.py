@@ -9,7 +9,6 @@ import gymnasium as gym
 
 from envs.core.episode_end import refusal_after_end
 from envs.core.protocol import ForwardsEnvProtocol
-from envs.core.scripted_players import expert_move
 
 
 class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
@@ -135,5 +134,5 @@ class TextWrapper(ForwardsEnvProtocol, gym.Wrapper):
         return self.env.tools
 
     def expert_action(self) -> str:
-        """The wrapped env's scripted expert move (NotImplementedError when it has none)."""
-        return expert_move(self.env)
+        """The wrapped env's scripted expert move."""
+        return self.env.expert_action()

@@ -127,6 +127,39 @@ def test_an_async_hook_under_a_running_loop_still_steps_synchronously():
     assert asyncio.run(inside())[0] == [user("cba")]
 
 
+class OldTwins(TextEnv):
+    """An env written before one hook: `_respond` for step, `_arespond` for astep, `_after_tool_call`."""
+
+    def _reset(self, options):
+        return [user("go")], {}
+
+    def _respond(self, turn):
+        return StepResult([user("sync")])
+
+    async def _arespond(self, turn):
+        return StepResult([user("async")])
+
+    def own_tools(self):
+        return [shout]
+
+    def _after_tool_call(self, call, result, turn_info):
+        return StepResult([user("hooked")], 2.0, terminated=True)
+
+
+def test_old_twins_and_the_old_hook_name_keep_working():
+    env = OldTwins()
+    env.reset(seed=0)
+    assert env.step("x")[0] == [user("sync")]
+    assert asyncio.run(env.astep("x"))[0] == [user("async")]
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "a", "function": {"name": "shout", "arguments": {"text": "y"}}}],
+    }
+    messages, reward, terminated, _, _ = env.step(call)
+    assert [m["content"] for m in messages] == ["Y", "hooked"] and (reward, terminated) == (2.0, True)
+
+
 def test_the_end_a_wrapper_decides_is_recorded_once_by_the_base_env():
     stack = MaxTurns(MaxTurns(envs.make("guess-number-v0").unwrapped, 5), 1)
     stack.reset(seed=0)

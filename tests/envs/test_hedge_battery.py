@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 import envs
-from envs.core.scripted_players import RandomPlayer
 
 # Envs without an answer one reply can hedge, and why (each must say; a new env is covered by default).
 NO_ONE_REPLY_ANSWER = {
@@ -78,8 +77,11 @@ def _answers(env_id: str) -> tuple[list[Any], str, str]:
     env = envs.make(env_id)
     env.reset(seed=SEED)
     candidates: list[Any] = []
-    if isinstance(env.unwrapped, RandomPlayer):
-        candidates = [env.unwrapped.random_action(random.Random(k)) for k in range(5)]
+    for k in range(5):
+        try:
+            candidates.append(env.unwrapped.random_action(random.Random(k)))
+        except NotImplementedError:
+            break
     env.close()
     for other in range(SEED + 1, SEED + 6):
         if len([c for c in candidates if isinstance(c, str) and c.strip() != right.strip()]) >= 1:

@@ -337,8 +337,7 @@ def test_turn_limits_are_checked_at_make():
         with pytest.raises(ValueError):
             envs.make("guess-number-v0", **bad)
     env = envs.make("guess-number-v0", max_tool_calls_per_turn=None, max_tool_time_s=None)
-    layer = env.unwrapped.env_tools
-    assert layer.max_tool_calls_per_turn is None and layer.max_tool_time_s is None
+    assert env.unwrapped.max_tool_calls_per_turn is None and env.unwrapped.max_tool_time_s is None
 
 
 def test_play_strips_terminal_escapes(capsys):

@@ -58,7 +58,7 @@ def test_wrappers_forward_the_contract_to_the_env():
     stack.tool_call_format = None  # the attribute too: a stack reads calls one way
     assert base.tool_call_format is None
     stack.set_turn_limits(max_action_chars=100, max_tool_time_s=2)
-    assert base.max_action_chars == 100 == stack.max_action_chars and base.env_tools.max_tool_time_s == 2.0
+    assert base.max_action_chars == 100 == stack.max_action_chars and base.max_tool_time_s == 2.0
     assert stack.tool_schemas == base.tool_schemas
 
 

@@ -468,7 +468,7 @@ def test_tools_live_in_a_tool_registry_forked_per_episode_and_released_at_reset(
     counter = Counter()
     counter.init_state()
     env = envs.make("guess-number-v0", tools=[counter])
-    registry = env.unwrapped.env_tools.registry
+    registry = env.unwrapped.tool_registry
     assert isinstance(registry, ToolRegistry) and registry.names == ["guess", "count"]
     assert env.unwrapped.tools == list(registry) and env.unwrapped.tool_schemas == registry.schemas()
     call = {

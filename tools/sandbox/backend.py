@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from tools.sandbox.result import SandboxResult
@@ -21,29 +20,6 @@ class Sandbox(Protocol):
     async def arun(self, code: str, language: str = "python", **kwargs: Any) -> SandboxResult:
         """Run `code` without blocking the event loop."""
         ...
-
-
-def check_sandbox_arg(sandbox: Any, backends: Sequence[str] = BACKENDS, endpoint: str | None = None) -> None:
-    """Refuse an env's `sandbox=` argument that names no backend it offers and is no sandbox object.
-
-    Args:
-        sandbox: the argument: a backend name, or an object with an async `arun` method.
-        backends: the names this env accepts (a subset of `BACKENDS`).
-        endpoint: the server's URL, which `"fusion"` needs.
-
-    Raises:
-        ValueError: naming what `sandbox` may be, or the missing endpoint.
-
-    >>> check_sandbox_arg("docker", backends=("local",))
-    Traceback (most recent call last):
-    ...
-    ValueError: sandbox must be 'local' or an object with an async `arun` method
-    """
-    if sandbox not in backends and not callable(getattr(sandbox, "arun", None)):
-        named = ", ".join(repr(name) for name in backends)
-        raise ValueError(f"sandbox must be {named} or an object with an async `arun` method")
-    if sandbox == "fusion" and not endpoint:
-        raise ValueError("sandbox='fusion' needs sandbox_endpoint='http://host:port'")
 
 
 def make_sandbox(

@@ -144,19 +144,30 @@ class FusionSandbox:
             return retry_after, None
         return 0.0, _result(outcome, start)
 
-    def run(self, code: str, language: str = "python", **options: Any) -> SandboxResult:
-        """Run `code` on the server; never raises. Blocking `arun`, awaited on a background event loop.
-
-        Args:
-            code: the program's source.
-            language: its language (as `arun` takes it).
-            **options: `arun`'s keyword options (`timeout_s`, `memory_mb`, `stdin`, `files`,
-                `fetch_files`, `compile_timeout_s`); passed on as they are, so the two cannot drift.
-
-        Returns:
-            The run's `SandboxResult`.
-        """
-        return asyncio.run_coroutine_threadsafe(self.arun(code, language, **options), _sync_loop()).result()
+    def run(
+        self,
+        code: str,
+        language: str = "python",
+        *,
+        timeout_s: float | None = None,
+        memory_mb: int | None = None,
+        stdin: str | None = None,
+        files: dict[str, str | bytes] | None = None,
+        fetch_files: list[str] | None = None,
+        compile_timeout_s: float | None = None,
+    ) -> SandboxResult:
+        """Run `code` on the server; never raises. Blocking `arun`, awaited on a background event loop."""
+        run = self.arun(
+            code,
+            language,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            stdin=stdin,
+            files=files,
+            fetch_files=fetch_files,
+            compile_timeout_s=compile_timeout_s,
+        )
+        return asyncio.run_coroutine_threadsafe(run, _sync_loop()).result()
 
     async def arun(
         self,

@@ -117,11 +117,18 @@ def spawn(
                 "--",
                 *argv,
             ]
-            preexec = None  # the launcher applies the limits itself, so Python may vfork
-        else:
-            command, preexec = argv, limiter(limits, uid, cgroup_procs)
+            return subprocess.Popen(
+                command,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
         return subprocess.Popen(
-            command,
+            argv,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
@@ -129,7 +136,7 @@ def spawn(
             env=env,
             start_new_session=True,
             pass_fds=pass_fds,
-            preexec_fn=preexec,
+            preexec_fn=limiter(limits, uid, cgroup_procs),
         )
     finally:
         for fd in pass_fds:

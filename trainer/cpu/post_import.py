@@ -36,12 +36,7 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             real_exec(module)
-            hooks = _pending.pop(fullname, [])
-            if not _pending:
-                # Every import consults sys.meta_path; with nothing left to watch the finder only costs
-                # time. Removed before the hooks run, so a hook that watches another module puts it back.
-                _uninstall()
-            for hook in hooks:
+            for hook in _pending.pop(fullname, []):
                 hook(module)
 
         loader.exec_module = exec_module  # per-spec loader instance: affects this import only
@@ -51,22 +46,8 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 _finder = _PostImportFinder()
 
 
-def _uninstall() -> None:
-    # Not `remove` on a list that may hold the finder twice or not at all (another tool may edit
-    # sys.meta_path): every copy goes, a missing one is fine.
-    sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not _finder]
-
-
 def when_imported(module_name: str, hook: Callable[[ModuleType], None]) -> None:
-    """Call ``hook(module)`` once ``module_name`` is imported (immediately if it already is).
-
-    The finder that watches imports sits in ``sys.meta_path`` only while a hook is pending: it takes
-    itself out once the last watched module has been imported.
-
-    Args:
-        module_name: the module's dotted name.
-        hook: what to run with the module object, right after its body ran.
-    """
+    """Call ``hook(module)`` once ``module_name`` is imported (immediately if it already is)."""
     module = sys.modules.get(module_name)
     if module is not None:
         hook(module)

@@ -130,8 +130,7 @@ def read_episodes(path: Path, key: str) -> list[SeededKind]:
 
 def check_buildable(episodes: list[SeededKind], path: Path, key: str) -> None:
     """Every distinct (env id, kwargs) of the rows can be built; ConfigError naming the first row that cannot."""
-    # On use, as `read_episodes` imports envs: this module itself loads without them.
-    from envs.registry.registration import build_problem
+    import envs
 
     seen: set[EpisodeKind] = set()
     for index, (env_id, _, kwargs) in enumerate(episodes):
@@ -139,12 +138,13 @@ def check_buildable(episodes: list[SeededKind], path: Path, key: str) -> None:
         if kind in seen:
             continue
         seen.add(kind)
-        problem = build_problem(env_id, kwargs)
-        if problem is not None:
+        try:
+            envs.make(env_id, **kwargs).close()
+        except Exception as exc:  # noqa: BLE001 - bad kwargs are the user's to fix, in one line
             raise ConfigError(
                 f"data.{key}={path}: row {index}: {env_id} cannot be built with env_kwargs {kind.kwargs_json}: "
-                f"{problem}"
-            )
+                f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            ) from None
 
 
 def check_disjoint(train: list[SeededKind], val: list[SeededKind]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.estimators.valid_groups import grpo_defaults, grpo_over_valid
+from trainer.estimators.valid_groups import grpo_over_valid
 
 VALID_GRPO = "grpo_valid"
 # verl's name -> the registered estimator turngym's trainer runs under it.
@@ -31,5 +31,9 @@ def compute_valid_grpo_advantage(
 
     ``norm_adv_by_std_in_grpo`` defaults to ``config.norm_adv_by_std_in_grpo`` (true).
     """
-    index, norm = grpo_defaults(token_level_rewards, index, config, norm_adv_by_std_in_grpo)
-    return grpo_over_valid(token_level_rewards, response_mask, index, norm)
+    if norm_adv_by_std_in_grpo is None:
+        value = config.get("norm_adv_by_std_in_grpo", True) if config is not None else True
+        norm_adv_by_std_in_grpo = True if value is None else bool(value)
+    if index is None:
+        index = np.arange(token_level_rewards.shape[0])
+    return grpo_over_valid(token_level_rewards, response_mask, index, norm_adv_by_std_in_grpo)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from trainer.estimators.turns import algorithm_setting
-from trainer.estimators.valid_groups import grpo_defaults, grpo_over_valid
+from trainer.estimators.valid_groups import grpo_over_valid
 
 POSITIVE_GRPO = "positive_grpo"
 NEGATIVE_SCALE_KEY = "negative_advantage_scale"
@@ -65,6 +65,9 @@ def compute_positive_grpo_advantage(
         if negative_advantage_scale is None
         else negative_advantage_scale
     )
-    index, norm = grpo_defaults(token_level_rewards, index, config, norm_adv_by_std_in_grpo)
-    advantages, returns = grpo_over_valid(token_level_rewards, response_mask, index, norm)
+    if norm_adv_by_std_in_grpo is None:
+        norm_adv_by_std_in_grpo = bool(algorithm_setting(config, "norm_adv_by_std_in_grpo", True))
+    if index is None:
+        index = np.arange(token_level_rewards.shape[0])
+    advantages, returns = grpo_over_valid(token_level_rewards, response_mask, index, norm_adv_by_std_in_grpo)
     return scale_negative_advantages(advantages, scale), returns

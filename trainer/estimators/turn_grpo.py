@@ -28,7 +28,7 @@ from trainer.estimators.turns import (
     turn_index,
     turn_rewards,
 )
-from trainer.estimators.valid_groups import grpo_defaults, valid_grouping
+from trainer.estimators.valid_groups import valid_grouping
 
 TURN_GRPO = "turn_grpo"
 
@@ -50,10 +50,11 @@ def compute_turn_grpo_advantage(
     passes as `config=algorithm`.
     """
     gamma = float(algorithm_setting(config, "gamma", 1.0) if gamma is None else gamma)
-    index, norm_adv_by_std_in_grpo = grpo_defaults(
-        token_level_rewards, index, config, norm_adv_by_std_in_grpo
-    )
+    if norm_adv_by_std_in_grpo is None:
+        norm_adv_by_std_in_grpo = bool(algorithm_setting(config, "norm_adv_by_std_in_grpo", True))
     bs = token_level_rewards.shape[0]
+    if index is None:
+        index = np.arange(bs)
     with torch.no_grad():
         _, kept = valid_grouping(token_level_rewards, index)
         turns = turn_index(response_mask, _TURN_SPANS.get())

@@ -39,7 +39,6 @@ import torch
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
 from rollout.episode_result import EpisodeResult
-from trainer.estimators.turns import algorithm_setting
 
 FAILED_LEFT_OUT = "turngym/groups/failed_left_out"
 NONFINITE_LEFT_OUT = "turngym/groups/nonfinite_left_out"
@@ -118,31 +117,6 @@ def valid_grouping(
     if collected is not None:
         collected.update(counts)
     return new_index, kept
-
-
-def grpo_defaults(
-    token_level_rewards: torch.Tensor,
-    index: np.ndarray | None,
-    config: Any,
-    norm_adv_by_std_in_grpo: bool | None,
-) -> tuple[np.ndarray, bool]:
-    """The group ids and the std switch a GRPO-style estimator runs with, when verl passed none.
-
-    Args:
-        token_level_rewards: the batch's rewards, (bs, response_length).
-        index: the rows' GRPO group ids, or None.
-        config: the `config=algorithm` verl hands an estimator (or None).
-        norm_adv_by_std_in_grpo: the switch as passed, or None.
-
-    Returns:
-        ``(index, norm_adv_by_std_in_grpo)``: without an index each row is its own group; without the
-        switch, ``config.norm_adv_by_std_in_grpo`` (true when unset).
-    """
-    if norm_adv_by_std_in_grpo is None:
-        norm_adv_by_std_in_grpo = bool(algorithm_setting(config, "norm_adv_by_std_in_grpo", True))
-    if index is None:
-        index = np.arange(token_level_rewards.shape[0])
-    return index, norm_adv_by_std_in_grpo
 
 
 def grpo_over_valid(

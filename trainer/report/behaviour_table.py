@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from envs.baselines.baseline_players import PLAYERS, play_baseline
 from envs.baselines.behaviour import behaviour_rates_of
-from trainer.report.learning_table import baseline_runs
+from rollout.episode_kind import EpisodeKind
 
 PREFIX = "val-aux/{source}/behaviour/"
 
@@ -21,17 +22,24 @@ def baseline_behaviour(
     episodes: list[tuple[str, int, dict[str, Any]]], max_turns: int | None
 ) -> dict[str, dict[str, float]]:
     """{player: {rate: value}} of each trivial player on these episodes (one env's), pooled over kinds."""
+    by_kind: dict[EpisodeKind, list[int]] = defaultdict(list)
+    for env_id, seed, kwargs in episodes:
+        by_kind[EpisodeKind(env_id, kwargs)].append(seed)
     out: dict[str, dict[str, float]] = {}
-    for player, runs in baseline_runs(episodes, max_turns).items():
+    for player in PLAYERS:
         weighted: dict[str, float] = defaultdict(float)
         total = 0
-        for count, result in runs:
+        for kind, seeds in by_kind.items():
+            result = play_baseline(kind.env_id, player, seeds, dict(kind.kwargs), max_turns)
+            if result is None:
+                break
             rates = {k: v for k, v in result.behaviour.items() if not k.endswith("_per_episode")}
             for name, value in rates.items():
-                weighted[name] += value * count
-            total += count
-        if total:
-            out[player] = {name: value / total for name, value in weighted.items()}
+                weighted[name] += value * len(seeds)
+            total += len(seeds)
+        else:
+            if total:
+                out[player] = {name: value / total for name, value in weighted.items()}
     return out
 
 

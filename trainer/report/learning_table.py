@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from envs.baselines.baseline_players import PLAYERS, BaselineResult, play_baseline
+from envs.baselines.baseline_players import PLAYERS, play_baseline
 from envs.baselines.success_interval import wilson_interval
 from rollout.episode_kind import EpisodeKind
 from trainer.report.behaviour_metrics import validation_success
@@ -33,45 +33,24 @@ def validation_episodes(val_file: str | Path) -> dict[str, list[tuple[str, int, 
     return dict(out)
 
 
-def baseline_runs(
-    episodes: list[tuple[str, int, dict[str, Any]]], max_turns: int | None
-) -> dict[str, list[tuple[int, BaselineResult]]]:
-    """Each trivial player's games on these episodes, played once per kind (env id and kwargs).
-
-    Both end-of-run tables (success here, behaviour in ``trainer.report.behaviour_table``) read them.
-
-    Args:
-        episodes: ``(env id, seed, kwargs)`` of each episode.
-        max_turns: the rollout's turn cap, applied to the players too.
-
-    Returns:
-        ``{player: [(episodes of the kind, its result), ...]}`` for each player every env here has (a
-        player some env lacks is left out).
-    """
-    by_kind: dict[EpisodeKind, list[int]] = defaultdict(list)
-    for env_id, seed, kwargs in episodes:
-        by_kind[EpisodeKind(env_id, kwargs)].append(seed)
-    out: dict[str, list[tuple[int, BaselineResult]]] = {}
-    for player in PLAYERS:
-        runs = []
-        for kind, seeds in by_kind.items():
-            result = play_baseline(kind.env_id, player, seeds, dict(kind.kwargs), max_turns)
-            if result is None:
-                break
-            runs.append((len(seeds), result))
-        else:
-            out[player] = runs
-    return out
-
-
 def baseline_success(
     episodes: list[tuple[str, int, dict[str, Any]]], max_turns: int | None
 ) -> dict[str, tuple[int, int]]:
     """{player: (successes, episodes)} of each trivial player every env here has, on these episodes."""
-    return {
-        player: (sum(result.successes for _, result in runs), sum(result.episodes for _, result in runs))
-        for player, runs in baseline_runs(episodes, max_turns).items()
-    }
+    by_kind: dict[EpisodeKind, list[int]] = defaultdict(list)
+    for env_id, seed, kwargs in episodes:
+        by_kind[EpisodeKind(env_id, kwargs)].append(seed)
+    out: dict[str, tuple[int, int]] = {}
+    for player in PLAYERS:
+        wins = played = 0
+        for kind, seeds in by_kind.items():
+            result = play_baseline(kind.env_id, player, seeds, dict(kind.kwargs), max_turns)
+            if result is None:
+                break
+            wins, played = wins + result.successes, played + result.episodes
+        else:
+            out[player] = (wins, played)
+    return out
 
 
 def _cell(successes: float, episodes: int) -> str:

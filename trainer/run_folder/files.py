@@ -16,9 +16,9 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import TextIO
 
 from turngym.common.cli_errors import UsageError
 
@@ -189,88 +189,3 @@ def load_json_state(folder: str | Path, name: str) -> dict | None:
 
     text = read_run_file(Path(folder) / name)
     return None if text is None else json.loads(text)
-
-
-class JsonStateFile:
-    """A schedule whose state lives in every checkpoint folder as one versioned JSON file.
-
-    The curriculum, the pass-rate curriculum and the adaptive mixture share this: a subclass names its
-    file (``STATE_FILE``), its state's version (``STATE_VERSION``) and how an error names it
-    (``STATE_LABEL``), and writes ``state_dict`` / ``load_state_dict``; ``save`` and ``load`` are the
-    same for all. A state of another version is refused rather than read: its fields may mean
-    something else.
-
-    Example:
-        >>> import tempfile
-        >>> class Counter(JsonStateFile):
-        ...     STATE_FILE, STATE_VERSION, STATE_LABEL = "counter.json", 1, "counter"
-        ...     def __init__(self): self.n = 0
-        ...     def state_dict(self): return self.versioned({"n": self.n})
-        ...     def load_state_dict(self, state):
-        ...         self.check_version(state)
-        ...         self.n = state["n"]
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     first = Counter(); first.n = 3; _ = first.save(folder)
-        ...     second = Counter(); second.load(folder), second.n
-        (True, 3)
-        >>> Counter().load_state_dict({"version": 2, "n": 1})
-        Traceback (most recent call last):
-        ...
-        ValueError: counter state version 2, expected 1
-    """
-
-    STATE_FILE: ClassVar[str]
-    STATE_VERSION: ClassVar[int]
-    STATE_LABEL: ClassVar[str]
-
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly (a subclass's own; stamped with ``versioned``)."""
-        raise NotImplementedError
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore from ``state_dict()`` (a subclass's own; it calls ``check_version`` first)."""
-        raise NotImplementedError
-
-    def versioned(self, state: dict[str, Any]) -> dict[str, Any]:
-        """``state`` with this schedule's state version in front, as ``state_dict`` returns it.
-
-        Args:
-            state: the schedule's fields.
-
-        Returns:
-            ``{"version": STATE_VERSION, **state}``.
-        """
-        return {"version": self.STATE_VERSION, **state}
-
-    def check_version(self, state: Mapping[str, Any]) -> None:
-        """Refuse a saved state of another version (ValueError naming both versions)."""
-        if state.get("version") != self.STATE_VERSION:
-            raise ValueError(
-                f"{self.STATE_LABEL} state version {state.get('version')!r}, expected {self.STATE_VERSION}"
-            )
-
-    def save(self, folder: str | Path) -> Path:
-        """Write the state as ``<folder>/<STATE_FILE>`` (atomically: a kill leaves the old file or the new).
-
-        Args:
-            folder: the checkpoint folder (made when missing).
-
-        Returns:
-            The file written.
-        """
-        return save_json_state(folder, self.STATE_FILE, self.state_dict())
-
-    def load(self, folder: str | Path) -> bool:
-        """Load ``<folder>/<STATE_FILE>`` if it exists.
-
-        Args:
-            folder: the checkpoint folder.
-
-        Returns:
-            True when there was a state to load.
-        """
-        state = load_json_state(folder, self.STATE_FILE)
-        if state is None:
-            return False
-        self.load_state_dict(state)
-        return True

@@ -93,14 +93,13 @@ def expert_episode(env_id: str, env_kwargs: dict, seed: int, max_turns: int = 32
     with that probability (drawn from a generator seeded by `seed`, so demos are reproducible).
     """
     from envs.baselines.baseline_players import random_move
-    from envs.core.scripted_players import expert_move
 
     rng = random.Random(seed)
 
     def move(game: Any) -> str:
         if noise and rng.random() < noise:
             return random_move(game, rng)
-        return expert_move(game)
+        return game.expert_action()
 
     return play_episode(env_id, env_kwargs, seed, move, max_turns)
 

@@ -52,24 +52,3 @@ def tool_result(tool_call_id: str, name: str, content: str) -> Message:
     {'role': 'tool', 'tool_call_id': 'call_0', 'name': 'add', 'content': '3'}
     """
     return {"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": content}
-
-
-def last_assistant_text(messages: list[Message]) -> str:
-    """The text of the conversation's latest assistant message ("" when there is none, or no text).
-
-    Args:
-        messages: the conversation, oldest first.
-
-    Returns:
-        That message's content when it is a string, else "" (a tool-call-only turn has None).
-
-    >>> last_assistant_text([user("2 + 2?"), assistant("4"), user("Sure?")])
-    '4'
-    >>> last_assistant_text([user("2 + 2?")])
-    ''
-    """
-    for m in reversed(messages):
-        if m.get("role") == "assistant":
-            content = m.get("content")
-            return content if isinstance(content, str) else ""
-    return ""

@@ -6,8 +6,6 @@
 - `turngym.common.cli_errors`: every command line's way of reporting a user's mistake (one line, exit 2).
 - `turngym.common.thread_deadline`: a call on this thread stopped once it runs past its time (tool runs,
   chat-template renders).
-- `turngym.common.lazy_exports`: a package's `__getattr__` that imports an exported name on first use
-  (`rollout`, `tools`, `turngym.engines` stay light to import).
 - `turngym.common.number_bounds`: `Bound`, what a number from outside may be (command-line keys, env keywords,
   sampling parameters), refused in one line otherwise.
 

@@ -12,9 +12,8 @@ model server (`serve.py`), named models and GGUF files (`named_models.py`), the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from turngym.common.lazy_exports import lazy_exports
+import importlib
+from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "Engine": "turngym.engines.engine",
@@ -45,4 +44,10 @@ if TYPE_CHECKING:
     from turngym.engines.sglang_engine import SGLangEngine
 
 
-__getattr__ = lazy_exports("turngym.engines", _EXPORTS, globals())
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turngym.engines' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

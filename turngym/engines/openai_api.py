@@ -27,11 +27,37 @@ from typing import Any
 from turngym.engines.named_models import SERVED_MODEL_FIELD
 from turngym.serving import RequestError, parse_json_object, read_body
 
-# Fields a request may carry that change nothing here (or are read by name below): those both endpoints
-# take, then each one's own.
-_SHARED_FIELDS = frozenset(
+# Fields a request may carry that change nothing here (or are read by name below).
+_CHAT_FIELDS = frozenset(
     {
         "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "seed",
+        "stop",
+        "n",
+        "stream",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "user",
+        "metadata",
+        "store",
+        "logprobs",
+        "top_logprobs",
+        "logit_bias",
+        "presence_penalty",
+        "frequency_penalty",
+        "response_format",
+    }
+)
+_COMPLETION_FIELDS = frozenset(
+    {
+        "model",
+        "prompt",
         "max_tokens",
         "temperature",
         "top_p",
@@ -44,20 +70,11 @@ _SHARED_FIELDS = frozenset(
         "logit_bias",
         "presence_penalty",
         "frequency_penalty",
+        "echo",
+        "best_of",
+        "suffix",
     }
 )
-_CHAT_FIELDS = _SHARED_FIELDS | {
-    "messages",
-    "max_completion_tokens",
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "metadata",
-    "store",
-    "top_logprobs",
-    "response_format",
-}
-_COMPLETION_FIELDS = _SHARED_FIELDS | {"prompt", "echo", "best_of", "suffix"}
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 _FINISH = {"completed": "stop", "length": "length", "aborted": "stop"}
 CHAT_DEFAULT_MAX_TOKENS = 128  # the native /generate's default

@@ -19,10 +19,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trainer.hooks.curriculum.schedule import METRIC_PREFIX, unit_draw
-from trainer.run_folder.files import JsonStateFile
+from trainer.run_folder.files import load_json_state, save_json_state
 
 STATE_FILE = "pass_rate_curriculum.json"
 STATE_VERSION = 1
@@ -94,7 +95,7 @@ class LadderState:
         return self.levels - 1
 
 
-class PassRateCurriculum(JsonStateFile):
+class PassRateCurriculum:
     """Per-env ladder positions that follow the envs' training success toward a target rate.
 
     Args:
@@ -112,8 +113,6 @@ class PassRateCurriculum(JsonStateFile):
     >>> print(cur.level_kwargs("other-v0", seed=5))  # not in the curriculum: play as the row says
     None
     """
-
-    STATE_FILE, STATE_VERSION, STATE_LABEL = STATE_FILE, STATE_VERSION, "pass-rate curriculum"
 
     def __init__(self, config: PassRateConfig, ladders: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
         self.config = config
@@ -202,24 +201,26 @@ class PassRateCurriculum(JsonStateFile):
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: per-env ladder length, position, gathered outcomes."""
-        return self.versioned(
-            {
-                "envs": {
-                    env_id: {
-                        "levels": s.levels,
-                        "position": s.position,
-                        "outcomes": list(s.outcomes),
-                        "last_rate": s.last_rate,
-                        "moves": s.moves,
-                    }
-                    for env_id, s in self.envs.items()
+        return {
+            "version": STATE_VERSION,
+            "envs": {
+                env_id: {
+                    "levels": s.levels,
+                    "position": s.position,
+                    "outcomes": list(s.outcomes),
+                    "last_rate": s.last_rate,
+                    "moves": s.moves,
                 }
-            }
-        )
+                for env_id, s in self.envs.items()
+            },
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore from ``state_dict()``; an env whose ladder changed length keeps its share of the ladder."""
-        self.check_version(state)
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"pass-rate curriculum state version {state.get('version')!r}, expected {STATE_VERSION}"
+            )
         for env_id, saved in state["envs"].items():
             current = self.envs.get(env_id)
             if current is None:
@@ -232,3 +233,15 @@ class PassRateCurriculum(JsonStateFile):
             current.outcomes = [float(x) for x in saved.get("outcomes", [])]
             current.last_rate = saved.get("last_rate")
             current.moves = int(saved.get("moves", 0))
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the state as ``<folder>/pass_rate_curriculum.json`` (atomically)."""
+        return save_json_state(folder, STATE_FILE, self.state_dict())
+
+    def load(self, folder: str | Path) -> bool:
+        """Load ``<folder>/pass_rate_curriculum.json`` if it exists; True when it did."""
+        state = load_json_state(folder, STATE_FILE)
+        if state is None:
+            return False
+        self.load_state_dict(state)
+        return True

@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from trainer.run_folder.files import JsonStateFile
+from trainer.run_folder.files import load_json_state, save_json_state
 
 LEVELS = ("easy", "medium", "hard")
 STATE_FILE = "curriculum.json"
@@ -123,7 +124,7 @@ def unit_draw(salt: int, env_id: str, seed: int) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-class Curriculum(JsonStateFile):
+class Curriculum:
     """The driver-side curriculum state for the envs of one run, with its update rule and checkpoint form.
 
     Args:
@@ -140,8 +141,6 @@ class Curriculum(JsonStateFile):
     >>> print(cur.difficulty("other-v0", seed=5))  # not in the curriculum: play as the row says
     None
     """
-
-    STATE_FILE, STATE_VERSION, STATE_LABEL = STATE_FILE, STATE_VERSION, "curriculum"
 
     def __init__(self, config: CurriculumConfig, env_ids: Iterable[str]) -> None:
         self.config = config
@@ -226,23 +225,23 @@ class Curriculum(JsonStateFile):
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: per-env level, window and move counts."""
-        return self.versioned(
-            {
-                "envs": {
-                    env_id: {
-                        "level": LEVELS[s.level],
-                        "outcomes": list(s.outcomes),
-                        "promotions": s.promotions,
-                        "demotions": s.demotions,
-                    }
-                    for env_id, s in self.envs.items()
+        return {
+            "version": STATE_VERSION,
+            "envs": {
+                env_id: {
+                    "level": LEVELS[s.level],
+                    "outcomes": list(s.outcomes),
+                    "promotions": s.promotions,
+                    "demotions": s.demotions,
                 }
-            }
-        )
+                for env_id, s in self.envs.items()
+            },
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore from ``state_dict()``; envs not in the saved state keep their start level."""
-        self.check_version(state)
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"curriculum state version {state.get('version')!r}, expected {STATE_VERSION}")
         for env_id, saved in state["envs"].items():
             if env_id in self.envs:
                 self.envs[env_id] = EnvState(
@@ -251,3 +250,15 @@ class Curriculum(JsonStateFile):
                     promotions=int(saved.get("promotions", 0)),
                     demotions=int(saved.get("demotions", 0)),
                 )
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the state as ``<folder>/curriculum.json`` (atomically: a kill leaves the old file or the new)."""
+        return save_json_state(folder, STATE_FILE, self.state_dict())
+
+    def load(self, folder: str | Path) -> bool:
+        """Load ``<folder>/curriculum.json`` if it exists; True when it did."""
+        state = load_json_state(folder, STATE_FILE)
+        if state is None:
+            return False
+        self.load_state_dict(state)
+        return True

@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from trainer.hooks.curriculum.schedule import unit_draw
-from trainer.run_folder.files import JsonStateFile
+from trainer.run_folder.files import load_json_state, save_json_state
 
 STATE_FILE = "mixture.json"
 STATE_VERSION = 1
@@ -131,7 +132,7 @@ def bounded_weights(raw: Mapping[str, float], floor: float, cap: float) -> dict[
     return {n: round(w / norm, 12) for n, w in weights.items()}
 
 
-class AdaptiveMixture(JsonStateFile):
+class AdaptiveMixture:
     """Per-env teaching scores and the bounded weights they give, with a row's env pick.
 
     Args:
@@ -146,8 +147,6 @@ class AdaptiveMixture(JsonStateFile):
     >>> mix.env_for(seed=3) in ("a", "b")
     True
     """
-
-    STATE_FILE, STATE_VERSION, STATE_LABEL = STATE_FILE, STATE_VERSION, "mixture"
 
     def __init__(self, config: MixtureConfig, base: Mapping[str, float]) -> None:
         config.check_envs(len(base))
@@ -222,13 +221,16 @@ class AdaptiveMixture(JsonStateFile):
 
     def state_dict(self) -> dict[str, Any]:
         """The scores and last rates: with the config and the base weights, the weights follow."""
-        return self.versioned(
-            {"scores": dict(self.scores), "last": {e: list(v) for e, v in self.last.items()}}
-        )
+        return {
+            "version": STATE_VERSION,
+            "scores": dict(self.scores),
+            "last": {e: list(v) for e, v in self.last.items()},
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore from ``state_dict()``; envs not in the saved state keep a fresh score."""
-        self.check_version(state)
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"mixture state version {state.get('version')!r}, expected {STATE_VERSION}")
         for env_id, score in state.get("scores", {}).items():
             if env_id in self.scores:
                 self.scores[env_id] = min(1.0, max(0.0, float(score)))
@@ -236,3 +238,15 @@ class AdaptiveMixture(JsonStateFile):
             if env_id in self.scores:
                 self.last[env_id] = (float(rate), float(flat))
         self._weights = self._bounded()
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the state as ``<folder>/mixture.json`` (atomically)."""
+        return save_json_state(folder, STATE_FILE, self.state_dict())
+
+    def load(self, folder: str | Path) -> bool:
+        """Load ``<folder>/mixture.json`` if it exists; True when it did."""
+        state = load_json_state(folder, STATE_FILE)
+        if state is None:
+            return False
+        self.load_state_dict(state)
+        return True

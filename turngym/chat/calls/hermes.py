@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from turngym.chat.calls.call import ParsedTurn, ToolCall
-from turngym.chat.calls.jsonscan import add_call, args_value, decode_at, dump, json_error, snippet
+from turngym.chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
 from turngym.chat.calls.markers import HERMES
 
 OPEN, CLOSE = HERMES.opens[0], HERMES.close
@@ -30,7 +30,11 @@ def parse(text: str, id_prefix: str = "call_") -> ParsedTurn:
         end, objects, problem = _decode_block(text, body_start)
         if problem is None:
             for obj in objects:
-                add_call(obj, f"tool call block {block}", id_prefix, calls, errors)
+                made = call_from_object(obj, f"{id_prefix}{len(calls)}")
+                if isinstance(made, str):
+                    errors.append(f"tool call block {block}: {made}: {snippet(dump(obj))}")
+                else:
+                    calls.append(made)
             pos = end
             continue
         close = text.find(CLOSE, body_start)

@@ -71,40 +71,6 @@ def call_from_object(
     )
 
 
-def add_call(
-    obj: Any,
-    where: str,
-    id_prefix: str,
-    calls: list[ToolCall],
-    errors: list[str],
-    arg_keys: tuple[str, ...] = ("arguments", "parameters"),
-) -> None:
-    """Append the call a decoded object makes to `calls`, or why it makes none to `errors`.
-
-    Every format's parser does this per object, so the call ids (`<id_prefix><index>`) and the error
-    form stay one.
-
-    Args:
-        obj: the decoded JSON of one call.
-        where: what the error names, e.g. "tool call block 2".
-        id_prefix: the prefix of a made-up call id (a call without its own `id`).
-        calls: the calls parsed so far, appended to.
-        errors: the errors so far, appended to.
-        arg_keys: where the arguments may stand, first found wins.
-
-    >>> calls, errors = [], []
-    >>> add_call({"name": "add", "arguments": {"a": 1}}, "tool call 1", "call_", calls, errors)
-    >>> add_call([1], "tool call 2", "call_", calls, errors)
-    >>> [c.id for c in calls], errors
-    (['call_0'], ['tool call 2: expected a JSON object with "name" and "arguments", got list: [1]'])
-    """
-    made = call_from_object(obj, f"{id_prefix}{len(calls)}", arg_keys)
-    if isinstance(made, str):
-        errors.append(f"{where}: {made}: {snippet(dump(obj))}")
-    else:
-        calls.append(made)
-
-
 def args_value(call: ToolCall) -> Any:
     """Arguments for rendering: objects as objects; a raw string as the object it encodes, if it does."""
     if isinstance(call.arguments, str):

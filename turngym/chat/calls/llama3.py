@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from turngym.chat.calls.call import ParsedTurn, ToolCall
-from turngym.chat.calls.jsonscan import add_call, args_value, decode_at, dump, json_error, snippet
+from turngym.chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
 from turngym.chat.calls.markers import LLAMA3
 
 TAG = LLAMA3.opens[0]
@@ -53,7 +53,11 @@ def _parse_payload(payload: str, id_prefix: str) -> tuple[list[ToolCall], list[s
         except json.JSONDecodeError as exc:
             errors.append(f"tool call {k}: {json_error(exc)}: {snippet(payload[pos:])}")
             break
-        add_call(obj, f"tool call {k}", id_prefix, calls, errors, ("parameters", "arguments"))
+        made = call_from_object(obj, f"{id_prefix}{len(calls)}", ("parameters", "arguments"))
+        if isinstance(made, str):
+            errors.append(f"tool call {k}: {made}: {snippet(dump(obj))}")
+        else:
+            calls.append(made)
     if not calls and not errors:
         errors.append("empty tool call after <|python_tag|>")
     return calls, errors

@@ -6,7 +6,7 @@ import json
 import re
 
 from turngym.chat.calls.call import ParsedTurn, ToolCall
-from turngym.chat.calls.jsonscan import add_call, args_value, decode_at, dump, json_error, snippet
+from turngym.chat.calls.jsonscan import args_value, call_from_object, decode_at, dump, json_error, snippet
 from turngym.chat.calls.markers import MISTRAL
 
 TAG = MISTRAL.opens[0]
@@ -39,7 +39,11 @@ def parse(text: str, id_prefix: str = "call_") -> ParsedTurn:
             errors.append(f"tool call segment {seg_no}: {json_error(exc)}: {snippet(segment) or '(empty)'}")
             continue
         for obj in objects:
-            add_call(obj, f"tool call segment {seg_no}", id_prefix, calls, errors)
+            made = call_from_object(obj, f"{id_prefix}{len(calls)}")
+            if isinstance(made, str):
+                errors.append(f"tool call segment {seg_no}: {made}: {snippet(dump(obj))}")
+            else:
+                calls.append(made)
     return ParsedTurn(content=content.strip(), tool_calls=calls, errors=errors)
 
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from envs.check.env_check import CHECK_NAMES, CheckResult, show_result, summarize
+from envs.registry.env_check import CHECK_NAMES, CheckResult, show_result, summarize
 
 #: Seconds the child may take to start and import the env's modules, before the per-call deadline runs.
 START_S = 120.0
@@ -94,7 +94,7 @@ def check_in_child(
     job = {"env_id": env_id, "seeds": seeds, "kwargs": env_kwargs, "imports": imports, "cwd": os.getcwd()}
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "envs.check.env_check_process", str(write_fd)],
+            [sys.executable, "-m", "envs.registry.env_check_process", str(write_fd)],
             stdin=subprocess.PIPE,
             pass_fds=(write_fd,),
             start_new_session=True,  # the env's own children go with it when it is stopped
@@ -228,8 +228,8 @@ def _wait(proc: subprocess.Popen, call_timeout: float) -> int | None:
 
 def main() -> int:
     """The child: the job as JSON on stdin, the record's pipe descriptor as the only argument."""
-    from envs.check.env_call_watch import CallWatch
-    from envs.check.env_check import run_checks
+    from envs.registry.env_call_watch import CallWatch
+    from envs.registry.env_check import run_checks
 
     record = os.fdopen(int(sys.argv[1]), "w", buffering=1)
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envs.check.env_call_watch import CallWatch, step_problem
+from envs.registry.env_call_watch import CallWatch, step_problem
 from turngym.chat.calls.formats import get_format
 
 STATUSES = ("PASS", "FAIL", "SKIP")
@@ -63,7 +63,7 @@ def run_checks(
     """Run every check on a registered env and return one result per check, in order.
 
     In this process: `python -m envs check` runs it in a child process instead
-    (`envs.check.env_check_process`), which bounds each call and notices an env that ends the process.
+    (`envs.registry.env_check_process`), which bounds each call and notices an env that ends the process.
 
     Args:
         env_id: A registered env id.
@@ -158,9 +158,8 @@ def _next_move(env: Any, rng: random.Random) -> Any:
     """The expert's move when the env has an expert, else its random player's, else a plain reply."""
     game = env.unwrapped
     from envs.baselines.baseline_players import random_move
-    from envs.core.scripted_players import expert_move
 
-    for move in (lambda: expert_move(game), lambda: random_move(game, rng)):
+    for move in (game.expert_action, lambda: random_move(game, rng)):
         try:
             return move()
         except NotImplementedError:

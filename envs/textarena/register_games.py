@@ -1,4 +1,4 @@
-"""The registry's TextArena ids: register every adapted TextArena game as `textarena/<TextArena id>`, from the static table (no TextArena import)."""
+"""Register every adapted TextArena game as `textarena/<TextArena id>`, from the static table (no TextArena import)."""
 
 from __future__ import annotations
 
